@@ -401,7 +401,7 @@ func TestValidate(t *testing.T) {
 		name       string
 		change     func(s *Status)
 		wantFields []string
-		wantTooLon bool
+		wantTooLong bool
 	}{
 		{"valid", func(s *Status) {}, nil, false},
 		{"valid education", func(s *Status) { s.Edition = EditionEducation }, nil, false},
@@ -443,10 +443,10 @@ func TestValidate(t *testing.T) {
 			if !reflect.DeepEqual(fields, tc.wantFields) {
 				t.Errorf("fields: got %v (error %v), want %v", fields, err, tc.wantFields)
 			}
-			if got := errors.Is(err, ErrTooLong); got != tc.wantTooLon {
-				t.Errorf("errors.Is(ErrTooLong): got %v, want %v", got, tc.wantTooLon)
+			if got := errors.Is(err, ErrTooLong); got != tc.wantTooLong {
+				t.Errorf("errors.Is(ErrTooLong): got %v, want %v", got, tc.wantTooLong)
 			}
-			if tc.wantFields == nil && !tc.wantTooLon && err != nil {
+			if tc.wantFields == nil && !tc.wantTooLong && err != nil {
 				t.Errorf("got %v, want nil", err)
 			}
 		})
