@@ -398,9 +398,9 @@ func TestEncodeTooLong(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
-		name       string
-		change     func(s *Status)
-		wantFields []string
+		name        string
+		change      func(s *Status)
+		wantFields  []string
 		wantTooLong bool
 	}{
 		{"valid", func(s *Status) {}, nil, false},
