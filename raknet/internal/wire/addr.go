@@ -51,7 +51,8 @@ func AppendAddr(b []byte, a netip.AddrPort) []byte {
 
 // DecodeAddr decodes a system address from the start of b and returns the
 // number of bytes consumed. The IPv6 family field and scope id are not
-// checked: peers write different values there.
+// checked: peers write different values there. An IPv4-mapped IPv6 address
+// decodes as IPv4, the value AppendAddr writes it as.
 func DecodeAddr(b []byte) (netip.AddrPort, int, error) {
 	a, n, err := decodeAddr(b)
 	if err != nil {
@@ -76,7 +77,7 @@ func decodeAddr(b []byte) (netip.AddrPort, int, error) {
 			return netip.AddrPort{}, 0, errUnexpectedEOF
 		}
 		port := binary.BigEndian.Uint16(b[3:])
-		ip := netip.AddrFrom16([16]byte(b[9:25]))
+		ip := netip.AddrFrom16([16]byte(b[9:25])).Unmap()
 		return netip.AddrPortFrom(ip, port), addrSizeV6, nil
 	default:
 		return netip.AddrPort{}, 0, fmt.Errorf("%w: address version %d", ErrInvalid, b[0])
