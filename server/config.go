@@ -1,0 +1,680 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/basaltmc/basalt/motd"
+	"github.com/pelletier/go-toml/v2"
+	"github.com/rs/zerolog"
+)
+
+// Limits on configuration values. RakNet's MTU discovery starts at the
+// client's largest datagram and the minimum any IPv4 host must accept is 576;
+// 1492 is the largest that fits PPPoE links. The timeout cap keeps a
+// misconfigured server from holding dead sessions for hours.
+const (
+	minMTU     = 576
+	maxMTU     = 1492
+	maxTimeout = 5 * time.Minute
+)
+
+// PlayerPlaceholder is replaced by the player's name in
+// server.disconnect_message.
+const PlayerPlaceholder = "{player}"
+
+// configTemplate is the default config.toml, written by LoadConfig when the
+// file is missing. It is the single source of the defaults' text: the repo's
+// config.toml must equal it and DefaultUserConfig must equal what it decodes
+// to (both checked by tests).
+const configTemplate = `# Basalt configuration. Every key is optional; a missing key takes its default.
+# An unknown key is an error, so a typo cannot go unnoticed.
+
+[network]
+# UDP address for IPv4 clients, "host:port". An empty string disables IPv4.
+address_v4 = "0.0.0.0:19132"
+# UDP address for IPv6 clients, "[host]:port". An empty string disables IPv6.
+# At least one of address_v4 and address_v6 must be set.
+address_v6 = "[::]:19133"
+# Also answer LAN discovery pings on the standard ports (19132 for IPv4,
+# 19133 for IPv6) when the game ports above differ, so that clients on the
+# local network list the server. The pong points them at the game ports.
+lan_discovery = true
+
+[server]
+# First MOTD line: the server name shown in the server list. Minecraft colour
+# codes (§) are allowed; ';', '\' and control characters are not.
+name = "Basalt"
+# Second MOTD line: the world name shown under the server name.
+level_name = "Bedrock level"
+# "MCPE" for Bedrock Edition, "MCEE" for Education Edition.
+edition = "MCPE"
+# Game mode advertised in the MOTD: "Survival", "Creative", "Adventure" or
+# "Spectator". Clients show it but it changes nothing else.
+game_mode = "Survival"
+# Most players online at once (at least 1).
+max_players = 20
+# Game version advertised in the MOTD, in network form ("1.26.50").
+version = "1.26.50"
+# Network protocol advertised in the MOTD. Must be in accepted_protocols.
+protocol = 2193
+# Network protocols a joining client may speak.
+accepted_protocols = [2193]
+# Message a player sees when the server disconnects them. {player} is
+# replaced by the player's name; no other {…} placeholder is recognised.
+disconnect_message = "Basalt is a skeleton server: you, {player}, have reached it, but there is no world here yet."
+# File that keeps the server GUID stable across restarts, so clients do not
+# list the server twice. A relative path is relative to this file's directory.
+guid_file = "server_guid"
+
+[log]
+# Least severe level written: "trace", "debug", "info", "warn" or "error".
+level = "info"
+# "console" for human-readable lines, "json" for one JSON object per line.
+format = "console"
+
+[raknet]
+# Largest RakNet datagram in bytes, offered during MTU discovery (576-1492).
+max_mtu = 1400
+# Most RakNet connections at once. 0 means max_players plus 10% (at least 4
+# more), so that a client over the limit still sees the "server full" message.
+max_connections = 0
+# Drop a connection after hearing nothing from the peer for this long, as a
+# Go duration: "10s", "1m30s". More than 0 and at most 5m.
+timeout = "10s"
+# RakNet protocol versions accepted in OpenConnectionRequest1 (1-255).
+protocol_versions = [11, 10]
+`
+
+// UserConfig is the configuration as written in config.toml, one struct per
+// TOML table. Its zero value is not valid; start from DefaultUserConfig or
+// LoadConfig. Check it with Validate and turn it into runtime values with
+// Config. A UserConfig is a plain value with no internal locking.
+type UserConfig struct {
+	// Network is the [network] table: where the server listens.
+	Network struct {
+		// AddressV4 is the IPv4 UDP address, "" to disable IPv4.
+		AddressV4 string `toml:"address_v4"`
+		// AddressV6 is the IPv6 UDP address, "" to disable IPv6.
+		AddressV6 string `toml:"address_v6"`
+		// LANDiscovery also answers pings on ports 19132/19133 when the
+		// game ports differ.
+		LANDiscovery bool `toml:"lan_discovery"`
+	} `toml:"network"`
+	// Server is the [server] table: what the server advertises and accepts.
+	Server struct {
+		// Name is MOTD line 1.
+		Name string `toml:"name"`
+		// LevelName is MOTD line 2.
+		LevelName string `toml:"level_name"`
+		// Edition is "MCPE" or "MCEE".
+		Edition string `toml:"edition"`
+		// GameMode is the game mode name advertised in the MOTD.
+		GameMode string `toml:"game_mode"`
+		// MaxPlayers is the player limit, at least 1.
+		MaxPlayers int `toml:"max_players"`
+		// Version is the advertised game version, e.g. "1.26.50".
+		Version string `toml:"version"`
+		// Protocol is the advertised network protocol.
+		Protocol int `toml:"protocol"`
+		// AcceptedProtocols lists the network protocols clients may use.
+		AcceptedProtocols []int `toml:"accepted_protocols"`
+		// DisconnectMessage is shown to disconnected players, with
+		// PlayerPlaceholder replaced by the player's name.
+		DisconnectMessage string `toml:"disconnect_message"`
+		// GUIDFile is the file holding the stable server GUID; a relative
+		// path is relative to the config file's directory.
+		GUIDFile string `toml:"guid_file"`
+	} `toml:"server"`
+	// Log is the [log] table: how much to log and in which format.
+	Log struct {
+		// Level is "trace", "debug", "info", "warn" or "error".
+		Level string `toml:"level"`
+		// Format is "console" or "json".
+		Format string `toml:"format"`
+	} `toml:"log"`
+	// RakNet is the [raknet] table: transport limits.
+	RakNet struct {
+		// MaxMTU is the largest datagram in bytes, 576 to 1492.
+		MaxMTU int `toml:"max_mtu"`
+		// MaxConnections caps RakNet connections; 0 derives it from
+		// Server.MaxPlayers.
+		MaxConnections int `toml:"max_connections"`
+		// Timeout is a Go duration string, more than 0 and at most 5m.
+		Timeout string `toml:"timeout"`
+		// ProtocolVersions lists the RakNet protocol versions accepted.
+		ProtocolVersions []int `toml:"protocol_versions"`
+	} `toml:"raknet"`
+
+	// dir is the directory of the file the config was loaded from, against
+	// which a relative GUIDFile is resolved. Empty means the working
+	// directory.
+	dir string
+}
+
+// Config is the runtime configuration UserConfig.Config produces: the same
+// settings parsed into the types the server uses. Every field is set by
+// UserConfig.Config; a Config is a plain value with no internal locking.
+type Config struct {
+	// Log is the logger the server and its listeners write to. Nil means
+	// discard.
+	Log *zerolog.Logger
+	// LogLevel is the least severe level main should write.
+	LogLevel zerolog.Level
+	// LogFormat is "console" or "json"; main picks the writer from it.
+	LogFormat string
+
+	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
+	AddressV4 string
+	// AddressV6 is the IPv6 UDP address to listen on, "" for none.
+	AddressV6 string
+	// LANDiscovery asks for extra pong-only listeners on 19132/19133 when
+	// the game ports differ.
+	LANDiscovery bool
+
+	// Name is MOTD line 1.
+	Name string
+	// LevelName is MOTD line 2.
+	LevelName string
+	// Edition is the MOTD edition.
+	Edition motd.Edition
+	// GameMode is the game mode name advertised in the MOTD.
+	GameMode string
+	// MaxPlayers is the player limit.
+	MaxPlayers int
+	// Version is the advertised game version.
+	Version string
+	// Protocol is the advertised network protocol.
+	Protocol int32
+	// AcceptedProtocols lists the network protocols clients may use.
+	AcceptedProtocols []int32
+	// DisconnectMessage is the template Disconnect fills in.
+	DisconnectMessage string
+	// GUIDFile is the resolved path of the GUID file.
+	GUIDFile string
+	// GUID is the stable, non-negative server GUID read from (or first
+	// written to) GUIDFile. It goes in the pong header and MOTD field 6.
+	GUID int64
+
+	// MaxMTU is the largest RakNet datagram in bytes.
+	MaxMTU int
+	// MaxConnections caps RakNet connections.
+	MaxConnections int
+	// Timeout drops a connection that has been silent this long.
+	Timeout time.Duration
+	// RakNetProtocols lists the RakNet protocol versions accepted.
+	RakNetProtocols []byte
+}
+
+// Disconnect returns DisconnectMessage with every PlayerPlaceholder replaced
+// by player.
+func (c Config) Disconnect(player string) string {
+	return strings.ReplaceAll(c.DisconnectMessage, PlayerPlaceholder, player)
+}
+
+// DefaultUserConfig returns the configuration config.toml holds when first
+// written: every key at its default.
+func DefaultUserConfig() UserConfig {
+	var uc UserConfig
+	uc.Network.AddressV4 = "0.0.0.0:19132"
+	uc.Network.AddressV6 = "[::]:19133"
+	uc.Network.LANDiscovery = true
+	uc.Server.Name = "Basalt"
+	uc.Server.LevelName = "Bedrock level"
+	uc.Server.Edition = string(motd.EditionBedrock)
+	uc.Server.GameMode = "Survival"
+	uc.Server.MaxPlayers = 20
+	uc.Server.Version = "1.26.50"
+	uc.Server.Protocol = 2193
+	uc.Server.AcceptedProtocols = []int{2193}
+	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + PlayerPlaceholder +
+		", have reached it, but there is no world here yet."
+	uc.Server.GUIDFile = "server_guid"
+	uc.Log.Level = "info"
+	uc.Log.Format = "console"
+	uc.RakNet.MaxMTU = 1400
+	uc.RakNet.MaxConnections = 0
+	uc.RakNet.Timeout = "10s"
+	uc.RakNet.ProtocolVersions = []int{11, 10}
+	return uc
+}
+
+// LoadConfig reads the TOML file at path over the defaults, so a missing key
+// keeps its default, and validates the result. If the file does not exist it
+// is created with the commented default configuration and the defaults are
+// returned. Decoding is strict: an unknown key is an error naming the key and
+// its line, and so is a value of the wrong type.
+func LoadConfig(path string) (UserConfig, error) {
+	uc := DefaultUserConfig()
+	uc.dir = filepath.Dir(path)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := writeNew(path, []byte(configTemplate)); err == nil {
+			return uc, nil
+		} else if !errors.Is(err, fs.ErrExist) {
+			return UserConfig{}, fmt.Errorf("write default config: %w", err)
+		}
+		// Someone else created it meanwhile: read theirs.
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return UserConfig{}, fmt.Errorf("load config: %w", err)
+	}
+	if err := decodeStrict(data, &uc); err != nil {
+		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
+	}
+	if err := uc.Validate(); err != nil {
+		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
+	}
+	return uc, nil
+}
+
+// decodeStrict decodes a TOML document into v, rejecting unknown keys, and
+// rewrites the library's errors to name the key and line.
+func decodeStrict(data []byte, v any) error {
+	d := toml.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	err := d.Decode(v)
+	if err == nil {
+		return nil
+	}
+	if sm, ok := errors.AsType[*toml.StrictMissingError](err); ok {
+		errs := make([]error, len(sm.Errors))
+		for i, e := range sm.Errors {
+			line, _ := e.Position()
+			what := "key"
+			if strings.Contains(e.Error(), "table") { // "missing table"
+				what = "table"
+			}
+			errs[i] = fmt.Errorf("line %d: unknown %s %s", line, what, strings.Join(e.Key(), "."))
+		}
+		return errors.Join(errs...)
+	}
+	if de, ok := errors.AsType[*toml.DecodeError](err); ok {
+		line, _ := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		// "cannot decode TOML string into struct field <Go type>.Name of
+		// type int" names Go types the operator never sees; keep the
+		// TOML side and the wanted type.
+		if i := strings.Index(msg, " into struct field "); i >= 0 {
+			if j := strings.LastIndex(msg, " of type "); j > i {
+				msg = msg[:i] + " into " + msg[j+len(" of type "):]
+			}
+		}
+		if key := de.Key(); len(key) > 0 {
+			return fmt.Errorf("line %d: key %s: %s", line, strings.Join(key, "."), msg)
+		}
+		return fmt.Errorf("line %d: %s", line, msg)
+	}
+	return err
+}
+
+// writeNew creates path with data, failing with fs.ErrExist if it is already
+// there.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
+}
+
+// keyError reports a problem with one config key.
+func keyError(key, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// logLevels maps log.level values to zerolog levels.
+var logLevels = map[string]zerolog.Level{
+	"trace": zerolog.TraceLevel,
+	"debug": zerolog.DebugLevel,
+	"info":  zerolog.InfoLevel,
+	"warn":  zerolog.WarnLevel,
+	"error": zerolog.ErrorLevel,
+}
+
+// gameModes lists the game mode names server.game_mode accepts.
+var gameModes = []string{"Survival", "Creative", "Adventure", "Spectator"}
+
+// Validate checks every key and returns all problems found, joined with
+// errors.Join, each naming its key as "table.key" and saying what is wrong.
+func (uc UserConfig) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, keyError(key, format, args...))
+	}
+
+	// [network]
+	n := uc.Network
+	if n.AddressV4 == "" && n.AddressV6 == "" {
+		add("network.address_v4, network.address_v6", "both are empty; set at least one")
+	}
+	if err := checkAddress(n.AddressV4, false); err != nil {
+		add("network.address_v4", "%q: %v", n.AddressV4, err)
+	}
+	if err := checkAddress(n.AddressV6, true); err != nil {
+		add("network.address_v6", "%q: %v", n.AddressV6, err)
+	}
+
+	// [server]
+	s := uc.Server
+	if e := motd.Edition(s.Edition); e != motd.EditionBedrock && e != motd.EditionEducation {
+		add("server.edition", "%q is not %q or %q", s.Edition, motd.EditionBedrock, motd.EditionEducation)
+	}
+	if !slices.Contains(gameModes, s.GameMode) {
+		add("server.game_mode", "%q is not one of %s", s.GameMode, strings.Join(gameModes, ", "))
+	}
+	if s.MaxPlayers < 1 {
+		add("server.max_players", "%d is less than 1", s.MaxPlayers)
+	}
+	if !isVersion(s.Version) {
+		add("server.version", "%q is not a version like \"1.26.50\"", s.Version)
+	}
+	if err := checkProtocol(s.Protocol); err != nil {
+		add("server.protocol", "%v", err)
+	}
+	if len(s.AcceptedProtocols) == 0 {
+		add("server.accepted_protocols", "is empty; list at least one protocol")
+	}
+	for i, p := range s.AcceptedProtocols {
+		if err := checkProtocol(p); err != nil {
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v", err)
+		}
+	}
+	if len(s.AcceptedProtocols) > 0 && !slices.Contains(s.AcceptedProtocols, s.Protocol) {
+		add("server.protocol", "%d is not in server.accepted_protocols %v", s.Protocol, s.AcceptedProtocols)
+	}
+	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
+		add("server.disconnect_message", "%v", err)
+	}
+	if s.GUIDFile == "" {
+		add("server.guid_file", "is empty")
+	}
+	errs = append(errs, uc.checkMOTD()...)
+
+	// [log]
+	if _, ok := logLevels[uc.Log.Level]; !ok {
+		add("log.level", "%q is not one of trace, debug, info, warn, error", uc.Log.Level)
+	}
+	if f := uc.Log.Format; f != "console" && f != "json" {
+		add("log.format", "%q is not \"console\" or \"json\"", f)
+	}
+
+	// [raknet]
+	r := uc.RakNet
+	if r.MaxMTU < minMTU || r.MaxMTU > maxMTU {
+		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, minMTU, maxMTU)
+	}
+	switch {
+	case r.MaxConnections < 0:
+		add("raknet.max_connections", "%d is negative (0 means derive it from server.max_players)", r.MaxConnections)
+	case r.MaxConnections > 0 && r.MaxConnections < s.MaxPlayers:
+		add("raknet.max_connections", "%d is less than server.max_players %d", r.MaxConnections, s.MaxPlayers)
+	}
+	if d, err := time.ParseDuration(r.Timeout); err != nil {
+		add("raknet.timeout", "%q is not a duration like \"10s\"", r.Timeout)
+	} else if d <= 0 {
+		add("raknet.timeout", "%v is not more than 0", d)
+	} else if d > maxTimeout {
+		add("raknet.timeout", "%v is longer than %v", d, maxTimeout)
+	}
+	if len(r.ProtocolVersions) == 0 {
+		add("raknet.protocol_versions", "is empty; list at least one version")
+	}
+	for i, v := range r.ProtocolVersions {
+		if v < 1 || v > math.MaxUint8 {
+			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is outside 1-255", v)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkAddress checks a "host:port" UDP address: empty (disabled), or an IP
+// literal of the right family (or no host, meaning every address) and a
+// port.
+func checkAddress(addr string, v6 bool) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host == "" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err != nil:
+		return fmt.Errorf("host %q is not an IP address", host)
+	case v6 && !ip.Is6():
+		return fmt.Errorf("host %q is not an IPv6 address", host)
+	case v6 && ip.Is4In6():
+		return fmt.Errorf("host %q is an IPv4-mapped address; put it in network.address_v4", host)
+	case !v6 && !ip.Is4():
+		return fmt.Errorf("host %q is not an IPv4 address", host)
+	}
+	return nil
+}
+
+// checkProtocol checks a Bedrock network protocol number.
+func checkProtocol(p int) error {
+	if p < 1 || p > math.MaxInt32 {
+		return fmt.Errorf("%d is outside 1-%d", p, math.MaxInt32)
+	}
+	return nil
+}
+
+// isVersion reports whether v is dot-separated decimal numbers, "1.26.50".
+func isVersion(v string) bool {
+	parts := strings.Split(v, ".")
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return len(parts) >= 2
+}
+
+// checkPlaceholders rejects any {…} in msg other than PlayerPlaceholder, so a
+// typo such as {name} is caught rather than shown to players.
+func checkPlaceholders(msg string) error {
+	for rest := msg; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i:]
+		if strings.HasPrefix(rest, PlayerPlaceholder) {
+			rest = rest[len(PlayerPlaceholder):]
+			continue
+		}
+		j := strings.IndexByte(rest, '}')
+		if j < 0 {
+			return nil // a lone '{' is text
+		}
+		return fmt.Errorf("unknown placeholder %q; only %s is supported", rest[:j+1], PlayerPlaceholder)
+	}
+}
+
+// worstStatus returns the MOTD the server would send with every number at
+// its longest, to check the names fit.
+func (uc UserConfig) worstStatus() motd.Status {
+	return motd.Status{
+		Edition:         motd.Edition(uc.Server.Edition),
+		ServerName:      uc.Server.Name,
+		Protocol:        uc.Server.Protocol,
+		Version:         uc.Server.Version,
+		Players:         uc.Server.MaxPlayers,
+		MaxPlayers:      uc.Server.MaxPlayers,
+		ServerGUID:      math.MaxInt64,
+		LevelName:       uc.Server.LevelName,
+		GameMode:        uc.Server.GameMode,
+		GameModeNumeric: 1,
+		PortV4:          math.MaxUint16,
+		PortV6:          math.MaxUint16,
+		Extra:           []string{"0"},
+	}
+}
+
+// checkMOTD checks server.name and server.level_name with motd's own rules:
+// no characters the MOTD cannot carry, and short enough not to be truncated.
+func (uc UserConfig) checkMOTD() []error {
+	err := uc.worstStatus().Validate()
+	if err == nil {
+		return nil
+	}
+	all := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	}
+	var errs []error
+	for _, e := range all {
+		fe, ok := errors.AsType[*motd.FieldError](e)
+		switch {
+		case ok && fe.Field == "ServerName":
+			errs = append(errs, keyError("server.name", "%v", fe.Err))
+		case ok && fe.Field == "LevelName":
+			errs = append(errs, keyError("server.level_name", "%v", fe.Err))
+		case errors.Is(e, motd.ErrTooLong):
+			st := uc.worstStatus()
+			st.ServerName, st.LevelName = "", ""
+			b, _ := st.Encode()
+			over := len(b) + len(uc.Server.Name) + len(uc.Server.LevelName) - motd.MaxEncodedLen
+			errs = append(errs, keyError("server.name, server.level_name",
+				"together %d bytes too long for the %d-byte MOTD", over, motd.MaxEncodedLen))
+		}
+		// Other fields are checked, with clearer messages, by Validate.
+	}
+	return errs
+}
+
+// connectionSlack returns how many connections beyond maxPlayers the
+// listener accepts when raknet.max_connections is 0: enough for clients over
+// the limit to be told the server is full instead of timing out.
+func connectionSlack(maxPlayers int) int {
+	return max(4, maxPlayers/10)
+}
+
+// Config validates uc and turns it into runtime values: durations parsed,
+// the GUID file path resolved against the config file's directory and the
+// GUID loaded (or created) with LoadOrCreateGUID, max_connections 0 replaced
+// by max_players plus slack. log becomes Config.Log and is used for the
+// notes Config itself writes; nil discards them.
+func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
+	if err := uc.Validate(); err != nil {
+		return Config{}, fmt.Errorf("invalid config: %w", err)
+	}
+	l := log
+	if l == nil {
+		nop := zerolog.Nop()
+		l = &nop
+	}
+	c := Config{
+		Log:               log,
+		LogLevel:          logLevels[uc.Log.Level],
+		LogFormat:         uc.Log.Format,
+		AddressV4:         uc.Network.AddressV4,
+		AddressV6:         uc.Network.AddressV6,
+		LANDiscovery:      uc.Network.LANDiscovery,
+		Name:              uc.Server.Name,
+		LevelName:         uc.Server.LevelName,
+		Edition:           motd.Edition(uc.Server.Edition),
+		GameMode:          uc.Server.GameMode,
+		MaxPlayers:        uc.Server.MaxPlayers,
+		Version:           uc.Server.Version,
+		Protocol:          int32(uc.Server.Protocol),
+		DisconnectMessage: uc.Server.DisconnectMessage,
+		GUIDFile:          uc.Server.GUIDFile,
+		MaxMTU:            uc.RakNet.MaxMTU,
+		MaxConnections:    uc.RakNet.MaxConnections,
+	}
+	for _, p := range uc.Server.AcceptedProtocols {
+		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))
+	}
+	for _, v := range uc.RakNet.ProtocolVersions {
+		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))
+	}
+	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout) // checked by Validate
+	if c.MaxConnections == 0 {
+		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
+	}
+	if !filepath.IsAbs(c.GUIDFile) {
+		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
+	}
+	_, statErr := os.Stat(c.GUIDFile)
+	guid, err := LoadOrCreateGUID(c.GUIDFile)
+	if err != nil {
+		return Config{}, err
+	}
+	c.GUID = guid
+	if errors.Is(statErr, fs.ErrNotExist) {
+		l.Info().Str("path", c.GUIDFile).Int64("guid", guid).Msg("created server GUID file")
+	}
+	return c, nil
+}
+
+// LoadOrCreateGUID returns the server GUID kept in the file at path, a
+// non-negative decimal integer. If the file does not exist it first writes a
+// new random GUID (from crypto/rand) there, so the server keeps one GUID
+// across restarts and clients do not list it twice. A file that cannot be
+// read or does not hold a non-negative decimal int64 is an error naming path.
+func LoadOrCreateGUID(path string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		guid := randomGUID()
+		err := writeNew(path, []byte(strconv.FormatInt(guid, 10)+"\n"))
+		if err == nil {
+			return guid, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return 0, fmt.Errorf("create server GUID file: %w", err)
+		}
+		// Someone else created it meanwhile: use theirs.
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("load server GUID: %w", err)
+	}
+	text := strings.TrimSpace(string(data))
+	guid, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || guid < 0 {
+		return 0, fmt.Errorf("load server GUID: %s: %.40q is not a non-negative decimal integer; delete the file to make a new GUID", path, text)
+	}
+	return guid, nil
+}
+
+// randomGUID returns a random non-zero GUID with the sign bit clear, so the
+// RakNet header (signed) and the MOTD (unsigned) print the same number.
+func randomGUID() int64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
+		if guid := int64(binary.BigEndian.Uint64(b[:]) >> 1); guid != 0 {
+			return guid
+		}
+	}
+}

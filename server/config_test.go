@@ -1,0 +1,486 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/motd"
+	"github.com/rs/zerolog"
+)
+
+// writeConfig writes doc to a config.toml in a fresh directory and returns
+// its path.
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaultUserConfigIsValid(t *testing.T) {
+	if err := DefaultUserConfig().Validate(); err != nil {
+		t.Errorf("got %v, want nil", err)
+	}
+}
+
+func TestTemplateDecodesToDefaults(t *testing.T) {
+	var got UserConfig
+	if err := decodeStrict([]byte(configTemplate), &got); err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	if want := DefaultUserConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestRepoConfigMatchesTemplate(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != configTemplate {
+		t.Errorf("config.toml differs from configTemplate in server/config.go:\ngot:\n%s\nwant:\n%s", got, configTemplate)
+	}
+}
+
+func TestLoadConfigCreatesMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	uc, err := LoadConfig(path)
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	want := DefaultUserConfig()
+	want.dir = filepath.Dir(path)
+	if !reflect.DeepEqual(uc, want) {
+		t.Errorf("config: got %+v, want %+v", uc, want)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read written file: %v", err)
+	}
+	if string(b) != configTemplate {
+		t.Errorf("written file: got %q, want the template", b)
+	}
+
+	again, err := LoadConfig(path)
+	if err != nil {
+		t.Fatalf("second load: got error %v, want nil", err)
+	}
+	if !reflect.DeepEqual(again, want) {
+		t.Errorf("second load: got %+v, want %+v", again, want)
+	}
+}
+
+func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
+	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [800, 2193]\n\n[raknet]\ntimeout = \"30s\"\n")
+	uc, err := LoadConfig(path)
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	want := DefaultUserConfig()
+	want.dir = filepath.Dir(path)
+	want.Server.MaxPlayers = 5
+	want.Server.AcceptedProtocols = []int{800, 2193}
+	want.RakNet.Timeout = "30s"
+	if !reflect.DeepEqual(uc, want) {
+		t.Errorf("got %+v, want %+v", uc, want)
+	}
+}
+
+func TestLoadConfigEmptyFile(t *testing.T) {
+	uc, err := LoadConfig(writeConfig(t, ""))
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	uc.dir = ""
+	if want := DefaultUserConfig(); !reflect.DeepEqual(uc, want) {
+		t.Errorf("got %+v, want %+v", uc, want)
+	}
+}
+
+func TestLoadConfigUnknownKey(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []string // substrings of the error
+	}{
+		{"misspelt key", "[server]\nname = \"x\"\nnmae = \"y\"\n", []string{"unknown key server.nmae", "line 3"}},
+		{"unknown table", "[network]\n\n[worlds]\nseed = 1\n", []string{"unknown table worlds", "line 3"}},
+		{"top-level key", "max_players = 5\n", []string{"unknown key max_players", "line 1"}},
+		{"key in wrong table", "[raknet]\nmax_players = 5\n", []string{"unknown key raknet.max_players", "line 2"}},
+		{"two unknown keys", "[log]\ncolour = true\n[raknet]\nmtu = 1\n",
+			[]string{"unknown key log.colour", "line 2", "unknown key raknet.mtu", "line 4"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, tc.doc))
+			if err == nil {
+				t.Fatal("got nil error, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfigBadValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		wantKey string
+		wantMsg string // another substring of the error, "" for none
+	}{
+		{"mtu too big", "[raknet]\nmax_mtu = 5000\n", "raknet.max_mtu", "5000"},
+		{"mtu too small", "[raknet]\nmax_mtu = 500\n", "raknet.max_mtu", "576-1492"},
+		{"mtu wrong type", "[raknet]\nmax_mtu = \"big\"\n", "raknet.max_mtu", "line 2"},
+		{"bad duration", "[raknet]\ntimeout = \"ten seconds\"\n", "raknet.timeout", "ten seconds"},
+		{"duration without unit", "[raknet]\ntimeout = \"10\"\n", "raknet.timeout", ""},
+		{"zero timeout", "[raknet]\ntimeout = \"0s\"\n", "raknet.timeout", "more than 0"},
+		{"timeout too long", "[raknet]\ntimeout = \"6m\"\n", "raknet.timeout", "longer than 5m0s"},
+		{"negative max connections", "[raknet]\nmax_connections = -1\n", "raknet.max_connections", ""},
+		{"max connections below max players", "[raknet]\nmax_connections = 5\n", "raknet.max_connections", "server.max_players"},
+		{"no RakNet versions", "[raknet]\nprotocol_versions = []\n", "raknet.protocol_versions", "empty"},
+		{"RakNet version too big", "[raknet]\nprotocol_versions = [11, 300]\n", "raknet.protocol_versions[1]", "300"},
+		{"bad edition", "[server]\nedition = \"Bedrock\"\n", "server.edition", "Bedrock"},
+		{"bad game mode", "[server]\ngame_mode = \"Hardcore\"\n", "server.game_mode", "Hardcore"},
+		{"no players", "[server]\nmax_players = 0\n", "server.max_players", ""},
+		{"bad version", "[server]\nversion = \"latest\"\n", "server.version", "latest"},
+		{"bad protocol", "[server]\nprotocol = 0\naccepted_protocols = [0]\n", "server.protocol", ""},
+		{"protocol not accepted", "[server]\nprotocol = 800\n", "server.protocol", "accepted_protocols"},
+		{"no accepted protocols", "[server]\naccepted_protocols = []\n", "server.accepted_protocols", "empty"},
+		{"protocol too big", "[server]\naccepted_protocols = [2193, 4294967296]\n", "server.accepted_protocols[1]", ""},
+		{"unknown placeholder", "[server]\ndisconnect_message = \"Bye {name}\"\n", "server.disconnect_message", "{name}"},
+		{"empty GUID file", "[server]\nguid_file = \"\"\n", "server.guid_file", ""},
+		{"semicolon in name", "[server]\nname = \"a;b\"\n", "server.name", "';'"},
+		{"newline in level name", "[server]\nlevel_name = \"a\\nb\"\n", "server.level_name", ""},
+		{"names too long", "[server]\nname = \"" + strings.Repeat("n", 200) + "\"\nlevel_name = \"" + strings.Repeat("l", 200) + "\"\n",
+			"server.name, server.level_name", "too long"},
+		{"both addresses empty", "[network]\naddress_v4 = \"\"\naddress_v6 = \"\"\n", "network.address_v4, network.address_v6", "at least one"},
+		{"IPv6 host in v4 address", "[network]\naddress_v4 = \"[::]:19132\"\n", "network.address_v4", "not an IPv4"},
+		{"IPv4 host in v6 address", "[network]\naddress_v6 = \"0.0.0.0:19133\"\n", "network.address_v6", "not an IPv6"},
+		{"mapped host in v6 address", "[network]\naddress_v6 = \"[::ffff:127.0.0.1]:19133\"\n", "network.address_v6", "IPv4-mapped"},
+		{"hostname", "[network]\naddress_v4 = \"localhost:19132\"\n", "network.address_v4", "not an IP"},
+		{"missing port", "[network]\naddress_v4 = \"0.0.0.0\"\n", "network.address_v4", ""},
+		{"port too big", "[network]\naddress_v4 = \"0.0.0.0:70000\"\n", "network.address_v4", "70000"},
+		{"lan discovery wrong type", "[network]\nlan_discovery = \"yes\"\n", "network.lan_discovery", "bool"},
+		{"bad log level", "[log]\nlevel = \"verbose\"\n", "log.level", "verbose"},
+		{"bad log format", "[log]\nformat = \"xml\"\n", "log.format", "xml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, tc.doc))
+			if err == nil {
+				t.Fatal("got nil error, want an error")
+			}
+			if !strings.Contains(err.Error(), tc.wantKey) {
+				t.Errorf("got %q, want it to name %v", err, tc.wantKey)
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("got %q, want it to contain %q", err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func TestValidateAccepts(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(uc *UserConfig)
+	}{
+		{"IPv4 only", func(uc *UserConfig) { uc.Network.AddressV6 = "" }},
+		{"IPv6 only", func(uc *UserConfig) { uc.Network.AddressV4 = "" }},
+		{"no host", func(uc *UserConfig) { uc.Network.AddressV4, uc.Network.AddressV6 = ":19132", ":19133" }},
+		{"ephemeral ports", func(uc *UserConfig) { uc.Network.AddressV4, uc.Network.AddressV6 = "127.0.0.1:0", "[::1]:0" }},
+		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }},
+		{"colour codes", func(uc *UserConfig) { uc.Server.Name = "§aBasalt §r§7test" }},
+		{"several placeholders and braces", func(uc *UserConfig) { uc.Server.DisconnectMessage = "{player}, bye {player} {" }},
+		{"empty disconnect message", func(uc *UserConfig) { uc.Server.DisconnectMessage = "" }},
+		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 20 }},
+		{"edge MTUs", func(uc *UserConfig) { uc.RakNet.MaxMTU = 576 }},
+		{"longest timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "5m" }},
+		{"trace", func(uc *UserConfig) { uc.Log.Level, uc.Log.Format = "trace", "json" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			uc := DefaultUserConfig()
+			tc.change(&uc)
+			if err := uc.Validate(); err != nil {
+				t.Errorf("got %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	uc := DefaultUserConfig()
+	uc.Server.MaxPlayers = 0
+	uc.Log.Level = "loud"
+	uc.RakNet.MaxMTU = 1
+	err := uc.Validate()
+	for _, key := range []string{"server.max_players", "log.level", "raknet.max_mtu"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("got %v, want it to name %v", err, key)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	uc, err := LoadConfig(path)
+	if err != nil {
+		t.Fatalf("LoadConfig: got error %v, want nil", err)
+	}
+	log := zerolog.Nop()
+	c, err := uc.Config(&log)
+	if err != nil {
+		t.Fatalf("Config: got error %v, want nil", err)
+	}
+	guidFile := filepath.Join(dir, "server_guid")
+	b, err := os.ReadFile(guidFile)
+	if err != nil {
+		t.Fatalf("GUID file: %v", err)
+	}
+	guid, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("GUID file %q: %v", b, err)
+	}
+	want := Config{
+		Log:               &log,
+		LogLevel:          zerolog.InfoLevel,
+		LogFormat:         "console",
+		AddressV4:         "0.0.0.0:19132",
+		AddressV6:         "[::]:19133",
+		LANDiscovery:      true,
+		Name:              "Basalt",
+		LevelName:         "Bedrock level",
+		Edition:           motd.EditionBedrock,
+		GameMode:          "Survival",
+		MaxPlayers:        20,
+		Version:           "1.26.50",
+		Protocol:          2193,
+		AcceptedProtocols: []int32{2193},
+		DisconnectMessage: DefaultUserConfig().Server.DisconnectMessage,
+		GUIDFile:          guidFile,
+		GUID:              guid,
+		MaxMTU:            1400,
+		MaxConnections:    24,
+		Timeout:           10 * time.Second,
+		RakNetProtocols:   []byte{11, 10},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got %+v, want %+v", c, want)
+	}
+
+	again, err := uc.Config(nil)
+	if err != nil {
+		t.Fatalf("second Config: got error %v, want nil", err)
+	}
+	if again.GUID != guid {
+		t.Errorf("second GUID: got %v, want %v", again.GUID, guid)
+	}
+}
+
+func TestConfigConversions(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(uc *UserConfig)
+		check  func(t *testing.T, c Config)
+	}{
+		{"max connections from many players", func(uc *UserConfig) { uc.Server.MaxPlayers = 200 }, func(t *testing.T, c Config) {
+			if got, want := c.MaxConnections, 220; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 50 }, func(t *testing.T, c Config) {
+			if got, want := c.MaxConnections, 50; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "1m30s" }, func(t *testing.T, c Config) {
+			if got, want := c.Timeout, 90*time.Second; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"log level", func(uc *UserConfig) { uc.Log.Level = "warn" }, func(t *testing.T, c Config) {
+			if got, want := c.LogLevel, zerolog.WarnLevel; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c Config) {
+			if got, want := c.Edition, motd.EditionEducation; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			uc := DefaultUserConfig()
+			uc.Server.GUIDFile = filepath.Join(t.TempDir(), "guid")
+			tc.change(&uc)
+			c, err := uc.Config(nil)
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestConfigRejectsInvalid(t *testing.T) {
+	uc := DefaultUserConfig()
+	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "guid")
+	uc.RakNet.Timeout = "soon"
+	if _, err := uc.Config(nil); err == nil || !strings.Contains(err.Error(), "raknet.timeout") {
+		t.Errorf("got %v, want an error naming raknet.timeout", err)
+	}
+	if _, err := os.Stat(uc.Server.GUIDFile); err == nil {
+		t.Errorf("GUID file: got created, want untouched for an invalid config")
+	}
+}
+
+func TestDisconnect(t *testing.T) {
+	tests := []struct {
+		msg, player, want string
+	}{
+		{DefaultUserConfig().Server.DisconnectMessage, "Steve",
+			"Basalt is a skeleton server: you, Steve, have reached it, but there is no world here yet."},
+		{"bye {player} {player}", "Alex", "bye Alex Alex"},
+		{"no placeholder", "Alex", "no placeholder"},
+		{"", "Alex", ""},
+	}
+	for _, tc := range tests {
+		c := Config{DisconnectMessage: tc.msg}
+		if got := c.Disconnect(tc.player); got != tc.want {
+			t.Errorf("Disconnect(%q) with %q: got %q, want %q", tc.player, tc.msg, got, tc.want)
+		}
+	}
+}
+
+func TestLoadOrCreateGUID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server_guid")
+	first, err := LoadOrCreateGUID(path)
+	if err != nil {
+		t.Fatalf("first call: got error %v, want nil", err)
+	}
+	if first <= 0 {
+		t.Errorf("GUID: got %v, want positive", first)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read GUID file: %v", err)
+	}
+	if got, want := strings.TrimSpace(string(b)), strconv.FormatInt(first, 10); got != want {
+		t.Errorf("file: got %q, want %q", got, want)
+	}
+	second, err := LoadOrCreateGUID(path)
+	if err != nil {
+		t.Fatalf("second call: got error %v, want nil", err)
+	}
+	if second != first {
+		t.Errorf("second call: got %v, want %v", second, first)
+	}
+
+	other, err := LoadOrCreateGUID(filepath.Join(t.TempDir(), "server_guid"))
+	if err != nil {
+		t.Fatalf("other file: got error %v, want nil", err)
+	}
+	if other == first {
+		t.Errorf("other file: got %v, the same GUID, want a new random one", other)
+	}
+}
+
+func TestLoadOrCreateGUIDReadsExisting(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          int64
+	}{
+		{"plain", "42", 42},
+		{"newline", "13253860892328930\n", 13253860892328930},
+		{"spaces", "  7 \r\n", 7},
+		{"largest", "9223372036854775807", 9223372036854775807},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "guid")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadOrCreateGUID(path)
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			if got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadOrCreateGUIDErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string // written to the file unless dir is set
+		dir     bool   // make path a directory, so it cannot be read
+		missing bool   // put path in a directory that does not exist
+	}{
+		{name: "garbled", content: "not a number"},
+		{name: "empty", content: ""},
+		{name: "negative", content: "-5"},
+		{name: "too big", content: "18446744073709551615"},
+		{name: "hex", content: "0x2a"},
+		{name: "unreadable", dir: true},
+		{name: "missing directory", missing: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "guid")
+			switch {
+			case tc.dir:
+				if err := os.Mkdir(path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case tc.missing:
+				path = filepath.Join(filepath.Dir(path), "nope", "guid")
+			default:
+				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := LoadOrCreateGUID(path)
+			if err == nil {
+				t.Fatalf("got %v, nil error, want an error", got)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("got %q, want it to name %v", err, path)
+			}
+		})
+	}
+}
+
+func TestConfigFileUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("got %v, want an error naming %v", err, path)
+	}
+}
+
+func TestLoadConfigSyntaxError(t *testing.T) {
+	_, err := LoadConfig(writeConfig(t, "[server\nname = 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("got %v, want an error naming line 1", err)
+	}
+}
