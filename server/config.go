@@ -646,12 +646,12 @@ func LoadOrCreateGUID(path string) (int64, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		guid := randomGUID()
-		err := writeNew(path, []byte(strconv.FormatInt(guid, 10)+"\n"))
-		if err == nil {
+		werr := writeNew(path, []byte(strconv.FormatInt(guid, 10)+"\n"))
+		if werr == nil {
 			return guid, nil
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			return 0, fmt.Errorf("create server GUID file: %w", err)
+		if !errors.Is(werr, fs.ErrExist) {
+			return 0, fmt.Errorf("create server GUID file: %w", werr)
 		}
 		// Someone else created it meanwhile: use theirs.
 		data, err = os.ReadFile(path)
