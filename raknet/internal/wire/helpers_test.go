@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -79,14 +78,18 @@ func checkGolden(t *testing.T, m codec, want []byte) {
 	}
 }
 
-// checkTruncated checks that every strict prefix of b fails to decode with
-// io.ErrUnexpectedEOF and consumes nothing.
-func checkTruncated(t *testing.T, m codec, b []byte) {
+// checkTruncated checks that every strict prefix of b fails to decode and
+// consumes nothing. The error must match want, or be any error if want is
+// nil.
+func checkTruncated(t *testing.T, m codec, b []byte, want error) {
 	t.Helper()
 	for k := range len(b) {
 		n, err := fresh(m).Decode(b[:k])
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Errorf("Decode(first %d of %d bytes): got error %v, want %v", k, len(b), err, io.ErrUnexpectedEOF)
+		switch {
+		case want == nil && err == nil:
+			t.Errorf("Decode(first %d of %d bytes): got error %v, want non-nil", k, len(b), err)
+		case want != nil && !errors.Is(err, want):
+			t.Errorf("Decode(first %d of %d bytes): got error %v, want %v", k, len(b), err, want)
 		}
 		if n != 0 {
 			t.Errorf("Decode(first %d of %d bytes) consumed: got %v, want %v", k, len(b), n, 0)
