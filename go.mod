@@ -1,6 +1,6 @@
 module github.com/basaltmc/basalt
 
-go 1.26
+go 1.26.0
 
 replace github.com/df-mc/go-nethernet => github.com/df-mc/go-nethernet v1.0.20
 
