@@ -1,0 +1,144 @@
+package reliability
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// assembly collects the fragments of one split message.
+type assembly struct {
+	id       uint16
+	count    uint32
+	received uint32
+	parts    [][]byte
+	bytes    int
+	started  time.Time
+	header   wire.Frame // ordering fields shared by every fragment
+}
+
+// assembler reassembles split messages with caps on the split count, the
+// number of messages in progress and the bytes held, and drops partial
+// messages older than a timeout.
+type assembler struct {
+	list       []*assembly
+	bytes      int
+	maxCount   uint32
+	maxConc    int
+	maxBytes   int
+	timeout    time.Duration
+	oldestNext time.Time // earliest expiry, zero when empty
+}
+
+// partOverhead charges the slice header of every announced part so an
+// announced count costs memory up front.
+const partOverhead = 24
+
+var (
+	errSplitCount = fmt.Errorf("split count exceeds limit")
+	errSplitConc  = fmt.Errorf("too many split messages in progress")
+	errSplitBytes = fmt.Errorf("split messages exceed the reassembly byte limit")
+	errSplitShape = fmt.Errorf("split fragment disagrees with its message")
+)
+
+// add stores fragment f (whose payload is copied) and returns the whole
+// message when f completed it. The returned frame's Payload is owned by the
+// caller.
+func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
+	if f.SplitCount > a.maxCount {
+		return nil, fmt.Errorf("%w: %d > %d", errSplitCount, f.SplitCount, a.maxCount)
+	}
+	m := a.find(f.SplitID)
+	if m == nil {
+		if len(a.list) >= a.maxConc {
+			return nil, fmt.Errorf("%w: %d", errSplitConc, a.maxConc)
+		}
+		cost := int(f.SplitCount) * partOverhead
+		if a.bytes+cost > a.maxBytes {
+			return nil, errSplitBytes
+		}
+		m = &assembly{id: f.SplitID, count: f.SplitCount, parts: make([][]byte, f.SplitCount), bytes: cost, started: now, header: *f}
+		m.header.Payload = nil
+		a.bytes += cost
+		a.list = append(a.list, m)
+		a.updateExpiry()
+	}
+	if f.SplitCount != m.count {
+		return nil, errSplitShape
+	}
+	if m.parts[f.SplitIndex] != nil {
+		return nil, nil // duplicate fragment: never completes twice
+	}
+	if a.bytes+len(f.Payload) > a.maxBytes {
+		return nil, errSplitBytes
+	}
+	m.parts[f.SplitIndex] = append([]byte(nil), f.Payload...)
+	m.bytes += len(f.Payload)
+	a.bytes += len(f.Payload)
+	m.received++
+	if m.received < m.count {
+		return nil, nil
+	}
+	size := 0
+	for _, p := range m.parts {
+		size += len(p)
+	}
+	msg := make([]byte, 0, size)
+	for _, p := range m.parts {
+		msg = append(msg, p...)
+	}
+	a.remove(m)
+	out := m.header
+	out.Split = false
+	out.Payload = msg
+	return &out, nil
+}
+
+// find returns the message in progress with split id, or nil.
+func (a *assembler) find(id uint16) *assembly {
+	for _, x := range a.list {
+		if x.id == id {
+			return x
+		}
+	}
+	return nil
+}
+
+func (a *assembler) remove(m *assembly) {
+	for i, x := range a.list {
+		if x == m {
+			a.list = append(a.list[:i], a.list[i+1:]...)
+			break
+		}
+	}
+	a.bytes -= m.bytes
+	a.updateExpiry()
+}
+
+func (a *assembler) updateExpiry() {
+	a.oldestNext = time.Time{}
+	for _, x := range a.list {
+		if t := x.started.Add(a.timeout); a.oldestNext.IsZero() || t.Before(a.oldestNext) {
+			a.oldestNext = t
+		}
+	}
+}
+
+// expire drops partial messages older than the timeout and returns how
+// many it dropped.
+func (a *assembler) expire(now time.Time) int {
+	if a.oldestNext.IsZero() || now.Before(a.oldestNext) {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(a.list); {
+		if m := a.list[i]; !now.Before(m.started.Add(a.timeout)) {
+			a.remove(m)
+			n++
+			continue
+		}
+		i++
+	}
+	return n
+}

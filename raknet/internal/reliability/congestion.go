@@ -1,0 +1,127 @@
+package reliability
+
+import "time"
+
+// Congestion window bounds, in datagrams of the connection's MTU.
+const (
+	initialWindow = 32
+	minWindow     = 8
+	// lossBeta is the multiplicative decrease on a loss event (as CUBIC:
+	// random loss on a game link should not halve the rate every time).
+	lossBetaNum, lossBetaDen = 7, 10
+)
+
+// congestion is RakNet's sliding window in bytes: slow start doubles it per
+// RTT until ssthresh, congestion avoidance adds one datagram per window,
+// and a loss event multiplies it by lossBeta at most once per round trip
+// (losses of datagrams sent before the last reduction do not count again).
+// A timeout halves it.
+type congestion struct {
+	mtu        int
+	cwnd       int
+	ssthresh   int
+	maxCwnd    int
+	recovering bool
+	recoveryAt time.Time // losses of datagrams sent before this are one event
+	inFlight   int       // bytes of unacknowledged data datagrams
+}
+
+func newCongestion(mtu, maxDatagrams int) congestion {
+	return congestion{
+		mtu:      mtu,
+		cwnd:     initialWindow * mtu,
+		ssthresh: maxDatagrams * mtu,
+		maxCwnd:  maxDatagrams * mtu,
+	}
+}
+
+// canSend reports whether a datagram of size bytes fits the window.
+func (c *congestion) canSend(size int) bool {
+	return c.inFlight == 0 || c.inFlight+size <= c.cwnd
+}
+
+func (c *congestion) onSent(size int) { c.inFlight += size }
+
+// onAcked grows the window for a datagram of size bytes that was acked.
+func (c *congestion) onAcked(size int, sentAt time.Time) {
+	c.inFlight -= size
+	if c.recovering && !sentAt.After(c.recoveryAt) {
+		return
+	}
+	c.recovering = false
+	if c.cwnd < c.ssthresh {
+		c.cwnd += size
+	} else {
+		c.cwnd += max(1, c.mtu*size/c.cwnd)
+	}
+	c.cwnd = min(c.cwnd, c.maxCwnd)
+}
+
+// onLost removes a lost datagram from flight and, unless it was sent before
+// the last reduction, shrinks the window.
+func (c *congestion) onLost(size int, sentAt, now time.Time) {
+	c.inFlight -= size
+	if c.recovering && !sentAt.After(c.recoveryAt) {
+		return
+	}
+	c.cwnd = max(c.cwnd*lossBetaNum/lossBetaDen, minWindow*c.mtu)
+	c.ssthresh = c.cwnd
+	c.recovering = true
+	c.recoveryAt = now
+}
+
+// onTimeout collapses the window after a retransmission timeout.
+func (c *congestion) onTimeout(now time.Time) {
+	c.ssthresh = max(c.cwnd/2, minWindow*c.mtu)
+	c.cwnd = c.ssthresh
+	c.recovering = true
+	c.recoveryAt = now
+}
+
+// pacer spreads a window's worth of datagrams over a round trip with a
+// token bucket: up to burst bytes leave at once, then datagrams are spaced
+// at 1.25·cwnd/SRTT.
+type pacer struct {
+	budget   int // bytes that may leave now
+	last     time.Time
+	maxBurst int
+}
+
+const (
+	pacingBurst    = 16 // datagrams that may leave back to back
+	minPacingDelay = time.Millisecond
+)
+
+func newPacer(mtu int, now time.Time) pacer {
+	return pacer{budget: pacingBurst * mtu, last: now, maxBurst: pacingBurst * mtu}
+}
+
+// rate returns the pacing rate in bytes per second.
+func pacingRate(cwnd int, srtt time.Duration) float64 {
+	if srtt <= 0 {
+		srtt = time.Millisecond
+	}
+	return 1.25 * float64(cwnd) / srtt.Seconds()
+}
+
+// refill adds the budget earned since the last call.
+func (p *pacer) refill(now time.Time, rate float64) {
+	if now.After(p.last) {
+		p.budget = min(p.maxBurst, p.budget+int(rate*now.Sub(p.last).Seconds()))
+		p.last = now
+	}
+}
+
+// canSend reports whether size bytes may leave now.
+func (p *pacer) canSend(size int) bool { return p.budget >= size }
+
+func (p *pacer) onSent(size int) { p.budget -= size }
+
+// next returns when size bytes will be available.
+func (p *pacer) next(size int, rate float64) time.Time {
+	if p.budget >= size {
+		return p.last
+	}
+	d := time.Duration(float64(size-p.budget) / rate * float64(time.Second))
+	return p.last.Add(max(d, minPacingDelay))
+}

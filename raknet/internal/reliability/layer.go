@@ -1,0 +1,915 @@
+package reliability
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// Defaults and hard limits. Every structure fed by the peer is bounded by
+// one of these; the send side keeps within what common peers accept
+// (go-raknet drops a connection whose datagram or ordering window spans
+// more than 2048 numbers, and refuses more than 512 fragments).
+const (
+	DefaultMaxMessageSize      = 8 << 20
+	DefaultMaxSendBuffer       = 16 << 20
+	DefaultMaxSplitCount       = 8192
+	DefaultMaxConcurrentSplits = 16
+	DefaultMaxSplitBytes       = 16 << 20
+	DefaultSplitTimeout        = 30 * time.Second
+	DefaultMaxOrderQueue       = 1 << 16
+	DefaultMaxOrderBytes       = 16 << 20
+	DefaultReliableWindow      = 1 << 16
+	DefaultAckDelay            = 5 * time.Millisecond
+
+	// MaxInFlight is the most datagrams in flight (the span from the oldest
+	// unacknowledged datagram number to the next one).
+	MaxInFlight = 1024
+	// sendReliableWindow is the most reliable indexes in flight.
+	sendReliableWindow = 1024
+	// maxDatagramGap is how far ahead of the newest datagram number a data
+	// datagram may jump before it is rejected.
+	maxDatagramGap = 1 << 14
+	// datagramWindowSpan is how many datagram numbers are tracked for
+	// duplicate detection.
+	datagramWindowSpan = 4096
+	// ackNowThreshold is the count of received datagrams that forces an
+	// ACK before the delay runs out.
+	ackNowThreshold = 32
+	// maxAckIntervals bounds the pending ACK and NACK sets.
+	maxAckIntervals = 512
+	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
+	// the sender's timeout.
+	maxNACKGap = 1024
+	// freeFrameCap bounds the recycled frames a Layer keeps.
+	freeFrameCap = 256
+	// maxSendSplits is the most split messages partly sent at once, below
+	// the 16 in progress that go-raknet and our receiver accept.
+	maxSendSplits = 8
+	// fastResendThreshold is how many later datagrams must be acked before
+	// an unacknowledged one is deemed lost.
+	fastResendThreshold = 3
+)
+
+// Errors returned by Send.
+var (
+	ErrMessageTooLarge = errors.New("message exceeds the maximum message size")
+	ErrSendBufferFull  = errors.New("send buffer full")
+	ErrInvalidChannel  = errors.New("order channel out of range")
+	ErrReliability     = errors.New("invalid reliability")
+	ErrEmptyMessage    = errors.New("empty message")
+)
+
+// Config configures a Layer. Zero values take the defaults above.
+type Config struct {
+	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
+	// minus the IP and UDP headers. Required.
+	MaxDatagram int
+	// Deliver receives every message in delivery order. The slice is valid
+	// only during the call. Required.
+	Deliver func(msg []byte)
+	// Receipt, if set, learns the fate of messages sent with an
+	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
+	Receipt func(id uint32, acked bool)
+
+	MaxMessageSize      int
+	MaxSendBuffer       int
+	MaxSplitCount       int
+	MaxConcurrentSplits int
+	MaxSplitBytes       int
+	SplitTimeout        time.Duration
+	MaxOrderQueue       int
+	MaxOrderBytes       int
+	ReliableWindow      int
+	AckDelay            time.Duration
+
+	// Initial values of the send-side counters (datagram number, reliable
+	// index, order and sequence indexes) and of the matching receive-side
+	// expectations. Zero in production; tests start them near 2^24 so
+	// every index wraps.
+	InitialSend, InitialRecv uint32
+}
+
+func (c *Config) fill() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxMessageSize, DefaultMaxMessageSize)
+	def(&c.MaxSendBuffer, DefaultMaxSendBuffer)
+	def(&c.MaxSplitCount, DefaultMaxSplitCount)
+	def(&c.MaxConcurrentSplits, DefaultMaxConcurrentSplits)
+	def(&c.MaxSplitBytes, DefaultMaxSplitBytes)
+	def(&c.MaxOrderQueue, DefaultMaxOrderQueue)
+	def(&c.MaxOrderBytes, DefaultMaxOrderBytes)
+	def(&c.ReliableWindow, DefaultReliableWindow)
+	if c.SplitTimeout <= 0 {
+		c.SplitTimeout = DefaultSplitTimeout
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = DefaultAckDelay
+	}
+}
+
+// Stats are a Layer's counters.
+type Stats struct {
+	DatagramsSent, DatagramsReceived uint64
+	BytesSent, BytesReceived         uint64
+	MessagesSent, MessagesDelivered  uint64
+	FramesResent                     uint64
+	DatagramsLost                    uint64 // NACKed, timed out or skipped
+	AcksSent, NacksSent              uint64
+	DuplicateDatagrams               uint64
+	DuplicateFrames                  uint64
+	Errors                           uint64 // datagrams or frames refused
+	SRTT, RTTVar, MinRTT, RTO        time.Duration
+	Window, InFlight                 int // congestion window and bytes in flight
+	Buffered                         int // bytes held until acknowledged
+}
+
+// outFrame is a frame waiting to be sent or acknowledged. Frames are
+// recycled; gen changes on every reuse so stale references are ignored.
+type outFrame struct {
+	frame    wire.Frame
+	buf      []byte
+	gen      uint32
+	relIndex uint64 // absolute reliable index, once assigned
+	assigned bool   // relIndex is set
+	dgram    uint64 // datagram carrying it now (absolute), 0 if none
+	msg      *message // shared by a split message's fragments; nil if neither split nor receipted
+}
+
+type frameRef struct {
+	f   *outFrame
+	gen uint32
+}
+
+func (r frameRef) live() bool { return r.f.gen == r.gen }
+
+// message tracks a split or receipted message until all its frames are
+// acknowledged.
+type message struct {
+	id        uint32 // receipt id, 0 without receipt
+	remaining int    // frames not yet acknowledged
+	split     bool
+	started   bool // a fragment has been sent
+}
+
+// sentDatagram is a slot of the in-flight ring.
+type sentDatagram struct {
+	inFlight bool
+	retrans  bool
+	size     int
+	sentAt   time.Time
+	frames   []frameRef
+}
+
+// Layer is one connection's reliability layer. It is not safe for
+// concurrent use; the connection serialises calls to it.
+type Layer struct {
+	cfg       Config
+	chunkSize int // largest frame payload
+
+	// Send side.
+	pending, resend  fifo
+	free             []*outFrame
+	buffered         int
+	sendNext         uint64 // next datagram number
+	sendOldest       uint64 // oldest datagram that may be in flight
+	largestAcked     uint64
+	sent             []sentDatagram
+	relNext          uint64
+	relAcked         seqWindow
+	orderNext        [wire.NumOrderChannels]uint64
+	seqNext          [wire.NumOrderChannels]uint64
+	splitID          uint16
+	splitsActive     int // split messages partly sent and not fully acked
+	receiptID        uint32
+	rtt              rttStats
+	cc               congestion
+	pace             pacer
+	lastSend         time.Time
+	lastSendContinue bool
+
+	// Receive side.
+	dgramWin  seqWindow
+	dgramHigh uint64 // highest datagram number received + 1
+	acks      intervalSet
+	nacks     intervalSet
+	ackFirst  time.Time // when the oldest pending ACK arrived
+	ackCount  int
+	relWin    seqWindow
+	order     orderChannels
+	asm       assembler
+	ackBuf    wire.Ack
+	frameBuf  []wire.Frame
+
+	stats Stats
+}
+
+// New returns a Layer for a connection established at now.
+func New(cfg Config, now time.Time) *Layer {
+	if cfg.MaxDatagram < wire.DatagramHeaderSize+wire.MaxFrameHeaderSize+1 || cfg.Deliver == nil {
+		panic("reliability: Config needs MaxDatagram and Deliver")
+	}
+	cfg.fill()
+	send := absBase + uint64(cfg.InitialSend)
+	recv := absBase + uint64(cfg.InitialRecv)
+	l := &Layer{
+		cfg:        cfg,
+		chunkSize:  cfg.MaxDatagram - wire.DatagramHeaderSize - 3,
+		sendNext:   send,
+		sendOldest: send,
+		sent:       make([]sentDatagram, 8),
+		relNext:    send,
+		relAcked:   newSeqWindow(send, sendReliableWindow*2),
+		cc:         newCongestion(cfg.MaxDatagram, MaxInFlight),
+		pace:       newPacer(cfg.MaxDatagram, now),
+		dgramWin:   newSeqWindow(recv, datagramWindowSpan),
+		dgramHigh:  recv,
+		acks:       intervalSet{max: maxAckIntervals},
+		nacks:      intervalSet{max: maxAckIntervals},
+		relWin:     newSeqWindow(recv, cfg.ReliableWindow),
+		order:      orderChannels{maxQueue: cfg.MaxOrderQueue, maxBytes: cfg.MaxOrderBytes},
+		asm: assembler{
+			maxCount: uint32(cfg.MaxSplitCount),
+			maxConc:  cfg.MaxConcurrentSplits,
+			maxBytes: cfg.MaxSplitBytes,
+			timeout:  cfg.SplitTimeout,
+		},
+	}
+	for i := range l.orderNext {
+		l.orderNext[i] = send
+		l.seqNext[i] = send
+		l.order.ch[i].expected = recv
+	}
+	return l
+}
+
+// Stats returns the layer's counters.
+func (l *Layer) Stats() Stats {
+	s := l.stats
+	s.SRTT, s.RTTVar, s.MinRTT, s.RTO = l.rtt.srtt, l.rtt.rttvar, l.rtt.minRTT, l.rtt.rto()
+	s.Window, s.InFlight, s.Buffered = l.cc.cwnd, l.cc.inFlight, l.buffered
+	return s
+}
+
+// RTT returns the smoothed round-trip time, zero before the first sample.
+func (l *Layer) RTT() time.Duration { return l.rtt.srtt }
+
+// Buffered returns the bytes of messages not yet acknowledged (queued,
+// in flight or awaiting resend).
+func (l *Layer) Buffered() int { return l.buffered }
+
+// Idle reports whether nothing is queued, in flight or awaiting an ACK
+// from us.
+func (l *Layer) Idle() bool {
+	return l.buffered == 0 && l.pending.len() == 0 && l.resend.len() == 0 && l.acks.empty() && l.nacks.empty()
+}
+
+// MaxUnsplit returns the largest message of reliability r sent in one frame.
+func (l *Layer) MaxUnsplit(r wire.Reliability) int {
+	return l.cfg.MaxDatagram - wire.DatagramHeaderSize - wire.FrameHeaderSize(r, false)
+}
+
+// ---- Send side ----
+
+// Send queues message p (copied) with reliability r on an ordering channel.
+// For the WithAckReceipt reliabilities it returns the receipt id later
+// passed to Config.Receipt. A message larger than one frame is split; an
+// unreliable one that must be split is sent reliably, as RakNet does.
+func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8) (uint32, error) {
+	switch {
+	case !r.Valid():
+		return 0, fmt.Errorf("%w: %d", ErrReliability, r)
+	case channel >= wire.NumOrderChannels:
+		return 0, fmt.Errorf("%w: %d", ErrInvalidChannel, channel)
+	case len(p) == 0:
+		return 0, ErrEmptyMessage
+	case len(p) > l.cfg.MaxMessageSize:
+		return 0, fmt.Errorf("%w: %d > %d bytes", ErrMessageTooLarge, len(p), l.cfg.MaxMessageSize)
+	case l.buffered > 0 && l.buffered+len(p) > l.cfg.MaxSendBuffer:
+		return 0, ErrSendBufferFull
+	}
+	split := len(p) > l.MaxUnsplit(r)
+	if split {
+		switch r {
+		case wire.Unreliable:
+			r = wire.Reliable
+		case wire.UnreliableSequenced:
+			r = wire.ReliableSequenced
+		case wire.UnreliableWithAckReceipt:
+			r = wire.ReliableWithAckReceipt
+		}
+	}
+	var rc *message
+	var id uint32
+	if r.AckReceipt() {
+		l.receiptID++
+		id = l.receiptID
+		rc = &message{id: id}
+	}
+	if split {
+		if rc == nil {
+			rc = &message{}
+		}
+		rc.split = true
+	}
+	tmpl := wire.Frame{Reliability: r.Wire(), OrderChannel: channel}
+	if r.Sequenced() {
+		tmpl.OrderIndex = u24(l.orderNext[channel])
+		tmpl.SequenceIndex = u24(l.seqNext[channel])
+		l.seqNext[channel]++
+	} else if r.Ordered() {
+		tmpl.OrderIndex = u24(l.orderNext[channel])
+		l.orderNext[channel]++
+	} else {
+		tmpl.OrderChannel = 0
+	}
+	l.stats.MessagesSent++
+	if !split {
+		l.queue(tmpl, p, rc)
+		return id, nil
+	}
+	size := l.cfg.MaxDatagram - wire.DatagramHeaderSize - wire.FrameHeaderSize(r, true)
+	count := (len(p) + size - 1) / size
+	tmpl.Split, tmpl.SplitCount, tmpl.SplitID = true, uint32(count), l.splitID
+	l.splitID++
+	for i := range count {
+		tmpl.SplitIndex = uint32(i)
+		l.queue(tmpl, p[i*size:min(len(p), (i+1)*size)], rc)
+	}
+	return id, nil
+}
+
+// queue adds one frame to the pending queue.
+func (l *Layer) queue(tmpl wire.Frame, p []byte, rc *message) {
+	var f *outFrame
+	if n := len(l.free); n > 0 {
+		f = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		f = &outFrame{buf: make([]byte, 0, l.chunkSize)}
+	}
+	f.frame = tmpl
+	f.buf = append(f.buf[:0], p...)
+	f.frame.Payload = f.buf
+	f.assigned, f.dgram, f.msg = false, 0, rc
+	if rc != nil {
+		rc.remaining++
+	}
+	l.buffered += len(p)
+	l.pending.push(frameRef{f, f.gen})
+}
+
+// release returns a frame to the free list, invalidating references.
+func (l *Layer) release(f *outFrame) {
+	l.buffered -= len(f.buf)
+	f.gen++
+	f.msg = nil
+	if len(l.free) < freeFrameCap {
+		l.free = append(l.free, f)
+	}
+}
+
+// slot returns the ring slot of absolute datagram number n.
+func (l *Layer) slot(n uint64) *sentDatagram { return &l.sent[n&uint64(len(l.sent)-1)] }
+
+// hasData reports whether frames wait to be sent.
+func (l *Layer) hasData() bool { return l.resend.len() > 0 || l.pending.len() > 0 }
+
+// AppendDatagram appends the next datagram to send to b and returns it, or
+// returns nil when nothing may be sent now. Call it until it returns nil.
+func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
+	l.onTimers(now)
+	if !l.nacks.empty() {
+		l.stats.NacksSent++
+		return l.countSent(l.nacks.appendAck(b, true, l.cfg.MaxDatagram, &l.ackBuf))
+	}
+	if !l.acks.empty() && (l.ackCount >= ackNowThreshold || !now.Before(l.ackFirst.Add(l.cfg.AckDelay))) {
+		b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf)
+		l.stats.AcksSent++
+		if l.acks.empty() {
+			l.ackCount = 0
+		} else {
+			l.ackFirst = now
+		}
+		return l.countSent(b)
+	}
+	if !l.hasData() || !l.canSendData(now) {
+		return nil
+	}
+	return l.countSent(l.appendData(b, now))
+}
+
+func (l *Layer) countSent(b []byte) []byte {
+	l.stats.DatagramsSent++
+	l.stats.BytesSent += uint64(len(b))
+	return b
+}
+
+// canSendData checks the in-flight span, the window and the pacer.
+func (l *Layer) canSendData(now time.Time) bool {
+	if l.sendNext-l.sendOldest >= MaxInFlight {
+		return false
+	}
+	if l.resend.len() == 0 && !l.canSendNew() {
+		return false
+	}
+	if !l.cc.canSend(l.cfg.MaxDatagram) {
+		return false
+	}
+	l.pace.refill(now, pacingRate(l.cc.cwnd, l.rtt.smoothed()))
+	return l.pace.canSend(l.cfg.MaxDatagram)
+}
+
+// canSendNew reports whether the head of the pending queue may be sent:
+// a new reliable frame needs room in the reliable window.
+func (l *Layer) canSendNew() bool {
+	ref, ok := l.pending.peek()
+	if !ok {
+		return false
+	}
+	if m := ref.f.msg; m != nil && m.split && !m.started && l.splitsActive >= maxSendSplits {
+		return false
+	}
+	return !ref.f.frame.Reliability.Reliable() || l.relNext-l.relAcked.base < sendReliableWindow
+}
+
+// appendData packs resent frames, then new ones, into one datagram.
+func (l *Layer) appendData(b []byte, now time.Time) []byte {
+	n := l.sendNext
+	if n-l.sendOldest >= uint64(len(l.sent)) {
+		l.growSent()
+	}
+	s := l.slot(n)
+	s.frames = s.frames[:0]
+	s.retrans = false
+	start := len(b)
+	flags := wire.FlagValid | wire.FlagNeedsBAndAS
+	if l.lastSendContinue && now.Equal(l.lastSend) {
+		flags |= wire.FlagContinuousSend
+	}
+	h := wire.DatagramHeader{Flags: flags, Number: u24(n)}
+	b = h.Append(b)
+	room := l.cfg.MaxDatagram - wire.DatagramHeaderSize
+	for l.resend.len() > 0 {
+		ref, _ := l.resend.peek()
+		if !ref.live() {
+			l.resend.pop()
+			continue
+		}
+		size := ref.f.frame.Size()
+		if size > room {
+			break
+		}
+		l.resend.pop()
+		room -= size
+		b = ref.f.frame.Append(b)
+		ref.f.dgram = n
+		s.frames = append(s.frames, ref)
+		s.retrans = true
+		l.stats.FramesResent++
+	}
+	for l.pending.len() > 0 && l.canSendNew() {
+		ref, _ := l.pending.peek()
+		f := ref.f
+		size := f.frame.Size()
+		if size > room {
+			break
+		}
+		l.pending.pop()
+		room -= size
+		if m := f.msg; m != nil && m.split && !m.started {
+			m.started = true
+			l.splitsActive++
+		}
+		if f.frame.Reliability.Reliable() {
+			f.relIndex, f.assigned = l.relNext, true
+			f.frame.ReliableIndex = u24(l.relNext)
+			l.relNext++
+		}
+		b = f.frame.Append(b)
+		if f.frame.Reliability.Reliable() || f.msg != nil {
+			f.dgram = n
+			s.frames = append(s.frames, ref)
+		} else {
+			l.release(f)
+		}
+	}
+	size := len(b) - start
+	s.inFlight, s.size, s.sentAt = true, size, now
+	l.sendNext++
+	l.cc.onSent(size)
+	l.pace.onSent(size)
+	l.lastSendContinue = l.hasData()
+	l.lastSend = now
+	return b
+}
+
+// growSent doubles the in-flight ring, keeping slots at their numbers.
+func (l *Layer) growSent() {
+	ring := make([]sentDatagram, len(l.sent)*2)
+	for n := l.sendOldest; n < l.sendNext; n++ {
+		ring[n&uint64(len(ring)-1)] = *l.slot(n)
+	}
+	l.sent = ring
+}
+
+// onTimers runs the timeouts due at now: retransmission and split expiry.
+func (l *Layer) onTimers(now time.Time) {
+	if l.sendOldest < l.sendNext {
+		rto := l.rtt.rto()
+		timedOut := false
+		for n := l.sendOldest; n < l.sendNext; n++ {
+			s := l.slot(n)
+			if !s.inFlight {
+				continue
+			}
+			if now.Before(s.sentAt.Add(rto)) {
+				break
+			}
+			l.lose(n, s, now, false)
+			timedOut = true
+		}
+		if timedOut {
+			l.rtt.onTimeout()
+			l.cc.onTimeout(now)
+		}
+		l.advanceOldest()
+	}
+	if n := l.asm.expire(now); n > 0 {
+		l.stats.Errors += uint64(n)
+	}
+}
+
+// NextDeadline returns when the layer next needs AppendDatagram called
+// without new input: an ACK to flush, a retransmission timeout, a pacing
+// slot or a split expiry. It returns the zero time when nothing is due.
+func (l *Layer) NextDeadline(now time.Time) time.Time {
+	var d time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if !l.nacks.empty() || (!l.acks.empty() && l.ackCount >= ackNowThreshold) {
+		return now
+	}
+	if !l.acks.empty() {
+		earliest(l.ackFirst.Add(l.cfg.AckDelay))
+	}
+	for n := l.sendOldest; n < l.sendNext; n++ {
+		if s := l.slot(n); s.inFlight {
+			earliest(s.sentAt.Add(l.rtt.rto()))
+			break
+		}
+	}
+	if l.hasData() && l.sendNext-l.sendOldest < MaxInFlight && (l.resend.len() > 0 || l.canSendNew()) && l.cc.canSend(l.cfg.MaxDatagram) {
+		rate := pacingRate(l.cc.cwnd, l.rtt.smoothed())
+		l.pace.refill(now, rate)
+		earliest(l.pace.next(l.cfg.MaxDatagram, rate))
+	}
+	earliest(l.asm.oldestNext)
+	return d
+}
+
+// lose handles datagram n as lost: its reliable frames that are still
+// carried by it go to the resend queue, unreliable receipts report loss.
+func (l *Layer) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent bool) {
+	l.stats.DatagramsLost++
+	for _, ref := range s.frames {
+		if !ref.live() || ref.f.dgram != n {
+			continue
+		}
+		f := ref.f
+		f.dgram = 0
+		if f.frame.Reliability.Reliable() {
+			l.resend.push(ref)
+			continue
+		}
+		if f.msg != nil && f.msg.id != 0 && l.cfg.Receipt != nil {
+			l.cfg.Receipt(f.msg.id, false)
+		}
+		l.release(f)
+	}
+	s.frames = s.frames[:0]
+	s.inFlight = false
+	if congestionEvent {
+		l.cc.onLost(s.size, s.sentAt, now)
+	} else {
+		l.cc.inFlight -= s.size
+	}
+}
+
+// ack handles datagram n as delivered.
+func (l *Layer) ack(n uint64, s *sentDatagram, now time.Time) {
+	if !s.retrans {
+		l.rtt.update(now.Sub(s.sentAt))
+	} else {
+		// Datagram numbers are never reused, so an ACK of any datagram
+		// proves the path works and ends the backoff; only datagrams
+		// without resent frames give RTT samples (Karn's rule).
+		l.rtt.backoff = 0
+	}
+	for _, ref := range s.frames {
+		if !ref.live() {
+			continue
+		}
+		f := ref.f
+		if f.assigned {
+			_, _ = l.relAcked.mark(f.relIndex)
+		}
+		if m := f.msg; m != nil {
+			m.remaining--
+			if m.remaining == 0 {
+				if m.split {
+					l.splitsActive--
+				}
+				if m.id != 0 && l.cfg.Receipt != nil {
+					l.cfg.Receipt(m.id, true)
+				}
+			}
+		}
+		l.release(f)
+	}
+	s.frames = s.frames[:0]
+	s.inFlight = false
+	l.cc.onAcked(s.size, s.sentAt)
+}
+
+func (l *Layer) advanceOldest() {
+	for l.sendOldest < l.sendNext && !l.slot(l.sendOldest).inFlight {
+		l.sendOldest++
+	}
+}
+
+// handleAck processes an ACK or NACK.
+func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
+	if l.sendOldest == l.sendNext {
+		return
+	}
+	ref := l.sendNext - 1
+	var largest uint64
+	for _, r := range a.Ranges {
+		lo := unwrap(ref, r.Start)
+		hi := lo + uint64(r.Len()) - 1
+		lo, hi = max(lo, l.sendOldest), min(hi, l.sendNext-1)
+		for n := lo; n <= hi && lo <= hi; n++ {
+			s := l.slot(n)
+			if !s.inFlight {
+				continue
+			}
+			if a.NACK {
+				l.lose(n, s, now, true)
+				continue
+			}
+			l.ack(n, s, now)
+			largest = max(largest, n)
+		}
+	}
+	if largest > l.largestAcked {
+		l.largestAcked = largest
+	}
+	if !a.NACK && largest != 0 {
+		// Fast resend: datagrams sent well before one that was just acked.
+		threshold := now.Add(-(l.rtt.smoothed() * 9 / 8))
+		for n := l.sendOldest; n < largest; n++ {
+			s := l.slot(n)
+			if s.inFlight && (largest-n >= fastResendThreshold || s.sentAt.Before(threshold)) {
+				l.lose(n, s, now, true)
+			}
+		}
+	}
+	l.advanceOldest()
+}
+
+// ---- Receive side ----
+
+// HandleDatagram processes one received datagram: data, ACK or NACK. An
+// error means the datagram (or, for a limit hit by one frame, that frame)
+// was dropped; frames before it were processed.
+func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
+	l.stats.DatagramsReceived++
+	l.stats.BytesReceived += uint64(len(b))
+	if len(b) == 0 || b[0]&wire.FlagValid == 0 {
+		l.stats.Errors++
+		return errors.New("handle datagram: not a connected datagram")
+	}
+	if b[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
+		if _, err := l.ackBuf.Decode(b); err != nil {
+			l.stats.Errors++
+			return err
+		}
+		l.handleAck(now, &l.ackBuf)
+		return nil
+	}
+	var h wire.DatagramHeader
+	n, err := h.Decode(b)
+	if err != nil {
+		l.stats.Errors++
+		return err
+	}
+	// Validate every frame before accepting the datagram, so a malformed
+	// one is dropped whole and never acknowledged.
+	frames := l.frameBuf[:0]
+	for rest := b[n:]; len(rest) > 0; {
+		var f wire.Frame
+		k, err := f.Decode(rest)
+		if err != nil {
+			l.stats.Errors++
+			return err
+		}
+		frames = append(frames, f)
+		rest = rest[k:]
+	}
+	l.frameBuf = frames[:0]
+	if err := l.admit(frames); err != nil {
+		l.stats.Errors++
+		return err
+	}
+	abs := unwrap(l.dgramHigh, h.Number)
+	if abs >= l.dgramHigh+maxDatagramGap {
+		l.stats.Errors++
+		return fmt.Errorf("handle datagram: number %d jumps too far ahead", h.Number)
+	}
+	if abs < l.dgramWin.base && !l.dgramWin.seen(abs) || abs+datagramWindowSpan <= l.dgramHigh {
+		// Older than the window: it cannot be told apart from a duplicate,
+		// so it is dropped unacknowledged and its reliable frames come
+		// again in a resend.
+		l.stats.DuplicateDatagrams++
+		return nil
+	}
+	l.dgramWin.slide(abs)
+	fresh, err := l.dgramWin.mark(abs)
+	if err != nil {
+		l.stats.Errors++
+		return fmt.Errorf("handle datagram: number %d: %w", h.Number, err)
+	}
+	l.addAck(abs, now)
+	if abs >= l.dgramHigh {
+		if gap := abs - l.dgramHigh; gap > 0 && gap <= maxNACKGap {
+			l.nacks.addRange(l.dgramHigh, abs-1)
+		}
+		l.dgramHigh = abs + 1
+	} else {
+		l.nacks.remove(abs)
+	}
+	if !fresh {
+		l.stats.DuplicateDatagrams++
+		return nil
+	}
+	var firstErr error
+	for i := range frames {
+		if err := l.handleFrame(&frames[i], now); err != nil {
+			l.stats.Errors++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	clear(frames)
+	return firstErr
+}
+
+// admit checks a datagram's frames against the receive limits before
+// anything is recorded. A datagram that would exceed one is refused whole
+// and not acknowledged, so a well-behaved sender resends it later rather
+// than losing a frame that was acknowledged but not kept.
+func (l *Layer) admit(frames []wire.Frame) error {
+	newSplits, splitBytes, orderBytes := 0, 0, 0
+	for i := range frames {
+		f := &frames[i]
+		if f.Reliability.Reliable() {
+			idx := unwrap(l.relWin.base, f.ReliableIndex)
+			if idx >= l.relWin.base+l.relWin.maxSpan() {
+				return fmt.Errorf("handle datagram: reliable index %d: %w", f.ReliableIndex, errTooFarAhead)
+			}
+			if l.relWin.seen(idx) {
+				continue
+			}
+		}
+		if f.Split {
+			if f.SplitCount > l.asm.maxCount {
+				return fmt.Errorf("handle datagram: %w: %d > %d", errSplitCount, f.SplitCount, l.asm.maxCount)
+			}
+			if l.asm.find(f.SplitID) == nil && !splitSeenBefore(frames[:i], f.SplitID) {
+				newSplits++
+				splitBytes += int(f.SplitCount) * partOverhead
+			}
+			splitBytes += len(f.Payload)
+			if len(l.asm.list)+newSplits > l.asm.maxConc {
+				return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
+			}
+			if l.asm.bytes+splitBytes > l.asm.maxBytes {
+				return fmt.Errorf("handle datagram: %w", errSplitBytes)
+			}
+			continue
+		}
+		if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
+			c := &l.order.ch[f.OrderChannel]
+			if abs := unwrap(c.expected, f.OrderIndex); abs > c.expected {
+				orderBytes += len(f.Payload)
+				if abs-c.expected >= uint64(l.order.maxQueue) || l.order.bytes+orderBytes > l.order.maxBytes {
+					return fmt.Errorf("handle datagram: %w", errOrderQueueFull)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func splitSeenBefore(frames []wire.Frame, id uint16) bool {
+	for i := range frames {
+		if frames[i].Split && frames[i].SplitID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Layer) addAck(abs uint64, now time.Time) {
+	if l.acks.empty() {
+		l.ackFirst = now
+	}
+	l.acks.add(abs)
+	l.ackCount++
+}
+
+// handleFrame runs one frame through dedup, reassembly and ordering.
+func (l *Layer) handleFrame(f *wire.Frame, now time.Time) error {
+	r := f.Reliability
+	if r.Reliable() {
+		idx := unwrap(l.relWin.base, f.ReliableIndex)
+		fresh, err := l.relWin.mark(idx)
+		if err != nil {
+			return fmt.Errorf("handle frame: reliable index %d: %w", f.ReliableIndex, err)
+		}
+		if !fresh {
+			l.stats.DuplicateFrames++
+			return nil
+		}
+	}
+	if f.Split {
+		whole, err := l.asm.add(f, now)
+		if err != nil || whole == nil {
+			return err
+		}
+		f = whole
+	}
+	switch {
+	case r.Sequenced():
+		if l.order.sequenced(f.OrderChannel, f.OrderIndex, f.SequenceIndex) {
+			l.deliver(f.Payload)
+		}
+		return nil
+	case r.Ordered():
+		return l.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, l.deliver)
+	}
+	l.deliver(f.Payload)
+	return nil
+}
+
+func (l *Layer) deliver(p []byte) {
+	l.stats.MessagesDelivered++
+	l.cfg.Deliver(p)
+}
+
+// fifo is a queue of frame references backed by a ring.
+type fifo struct {
+	buf        []frameRef
+	head, size int
+}
+
+func (q *fifo) len() int { return q.size }
+
+func (q *fifo) push(r frameRef) {
+	if q.size == len(q.buf) {
+		buf := make([]frameRef, max(16, 2*len(q.buf)))
+		for i := range q.size {
+			buf[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = r
+	q.size++
+}
+
+func (q *fifo) peek() (frameRef, bool) {
+	if q.size == 0 {
+		return frameRef{}, false
+	}
+	return q.buf[q.head], true
+}
+
+func (q *fifo) pop() {
+	q.buf[q.head] = frameRef{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	if q.size == 0 && len(q.buf) > 1024 {
+		q.buf, q.head = nil, 0
+	}
+}
