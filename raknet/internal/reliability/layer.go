@@ -136,9 +136,9 @@ type outFrame struct {
 	frame    wire.Frame
 	buf      []byte
 	gen      uint32
-	relIndex uint64 // absolute reliable index, once assigned
-	assigned bool   // relIndex is set
-	dgram    uint64 // datagram carrying it now (absolute), 0 if none
+	relIndex uint64   // absolute reliable index, once assigned
+	assigned bool     // relIndex is set
+	dgram    uint64   // datagram carrying it now (absolute), 0 if none
 	msg      *message // shared by a split message's fragments; nil if neither split nor receipted
 }
 

@@ -1,9 +1,9 @@
 package reliability
 
 import (
-	"errors"
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
