@@ -1,0 +1,155 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/snappy"
+)
+
+// compressionID is the byte after 0xfe in every batch once NetworkSettings has
+// been sent (protocol 649+).
+type compressionID byte
+
+const (
+	// compressionFlate is raw DEFLATE (RFC 1951, no zlib header), which
+	// Mojang calls "ZLib".
+	compressionFlate compressionID = 0x00
+	// compressionSnappy is the Snappy block format. gophertunnel notes it
+	// crashes devices without AVX2, so Basalt only reads it.
+	compressionSnappy compressionID = 0x01
+	// compressionNone marks a batch sent uncompressed, typically one under
+	// the announced threshold.
+	compressionNone compressionID = 0xff
+)
+
+// String returns the algorithm's name.
+func (c compressionID) String() string {
+	switch c {
+	case compressionFlate:
+		return "deflate"
+	case compressionSnappy:
+		return "snappy"
+	case compressionNone:
+		return "none"
+	}
+	return fmt.Sprintf("compressionID(%#02x)", byte(c))
+}
+
+const (
+	// flateLevel matches gophertunnel's encoder.
+	flateLevel = 6
+	// minInflateBuffer is the first buffer size inflate grows to.
+	minInflateBuffer = 4 << 10
+)
+
+// errTooLarge reports a batch that decompresses beyond the configured cap.
+var errTooLarge = errors.New("decompressed size exceeds limit")
+
+// Flate state is large (hundreds of KiB for a writer), so it is pooled across
+// sessions rather than kept per session: thousands of idle sessions hold none.
+var (
+	flateReaders = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+	flateWriters = sync.Pool{New: func() any {
+		w, err := flate.NewWriter(io.Discard, flateLevel)
+		if err != nil {
+			panic(err) // flateLevel is a valid constant.
+		}
+		return w
+	}}
+)
+
+// appendWriter is an io.Writer that appends to b, so a flate.Writer can
+// compress straight into a reused output buffer.
+type appendWriter struct{ b []byte }
+
+// Write appends p to w.b.
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// inflate decompresses the raw DEFLATE stream src into dst[:0] and returns
+// the result. It reads at most limit+1 bytes, growing dst only as output
+// actually arrives, so a stream that expands beyond limit is refused having
+// allocated about limit bytes, never its full expansion. br is the caller's
+// reusable reader, so steady state allocates nothing.
+func inflate(br *bytes.Reader, dst, src []byte, limit int) ([]byte, error) {
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	br.Reset(src)
+	defer br.Reset(nil) // the pooled reader must not pin src
+	if err := r.(flate.Resetter).Reset(br, nil); err != nil {
+		return dst, fmt.Errorf("inflate: %w", err)
+	}
+	out := dst[:0]
+	for {
+		if len(out) == cap(out) {
+			grow := min(max(2*cap(out), minInflateBuffer), limit+1)
+			out = slices.Grow(out, grow-len(out))
+		}
+		n, err := r.Read(out[len(out):cap(out)])
+		out = out[:len(out)+n]
+		if len(out) > limit {
+			return out[:0], fmt.Errorf("inflate: %w (%d bytes)", errTooLarge, limit)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out[:0], fmt.Errorf("inflate: %w", err)
+		}
+	}
+}
+
+// deflate appends the raw DEFLATE compression of src to dst. aw is the
+// caller's reusable writer, so steady state allocates nothing.
+func deflate(aw *appendWriter, dst, src []byte) ([]byte, error) {
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	aw.b = dst
+	defer func() { aw.b = nil }() // the pooled writer must not pin dst
+	w.Reset(aw)
+	if _, err := w.Write(src); err != nil {
+		return dst, fmt.Errorf("deflate: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return dst, fmt.Errorf("deflate: %w", err)
+	}
+	return aw.b, nil
+}
+
+// unsnappy decodes the Snappy block src into dst's storage. The block states
+// its decoded length up front, which is checked against limit before any
+// allocation.
+func unsnappy(dst, src []byte, limit int) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return dst, fmt.Errorf("unsnappy: %w", err)
+	}
+	if n > limit {
+		return dst, fmt.Errorf("unsnappy: %w (%d bytes)", errTooLarge, limit)
+	}
+	out, err := snappy.Decode(dst[:0], src)
+	if err != nil {
+		return dst, fmt.Errorf("unsnappy: %w", err)
+	}
+	return out, nil
+}
+
+// appendSnappy appends the Snappy block encoding of src to dst.
+func appendSnappy(dst, src []byte) ([]byte, error) {
+	n := snappy.MaxEncodedLen(len(src))
+	if n < 0 {
+		return dst, fmt.Errorf("snappy: %w", snappy.ErrTooLarge)
+	}
+	off := len(dst)
+	dst = slices.Grow(dst, n)
+	enc := snappy.Encode(dst[off:off+n], src)
+	return dst[:off+len(enc)], nil
+}

@@ -1,0 +1,126 @@
+package session
+
+import (
+	"fmt"
+	"io"
+)
+
+// DisconnectReason is the reason code of a Disconnect packet, a zigzag
+// varint32 on the wire. It picks the error code the client's disconnection
+// screen shows. The numbering is Mojang's, as gophertunnel v1.62.0 lists it.
+type DisconnectReason int32
+
+// Disconnect reasons a server commonly sends.
+const (
+	// DisconnectReasonUnknown gives no reason.
+	DisconnectReasonUnknown DisconnectReason = 0
+	// DisconnectReasonVersionMismatch refuses an incompatible client.
+	DisconnectReasonVersionMismatch DisconnectReason = 8
+	// DisconnectReasonServerFull refuses a client because the server is
+	// full.
+	DisconnectReasonServerFull DisconnectReason = 25
+	// DisconnectReasonOutdatedServer says the server is older than the
+	// client.
+	DisconnectReasonOutdatedServer DisconnectReason = 34
+	// DisconnectReasonOutdatedClient says the client is older than the
+	// server.
+	DisconnectReasonOutdatedClient DisconnectReason = 35
+	// DisconnectReasonDisconnected is a plain disconnection.
+	DisconnectReasonDisconnected DisconnectReason = 41
+	// DisconnectReasonInvalidPlayer refuses a login whose player data is
+	// invalid.
+	DisconnectReasonInvalidPlayer DisconnectReason = 42
+	// DisconnectReasonNotAllowed refuses a player who may not join, as a ban
+	// or whitelist would.
+	DisconnectReasonNotAllowed DisconnectReason = 45
+	// DisconnectReasonKicked removes a player on the server's initiative;
+	// Session.Disconnect uses it.
+	DisconnectReasonKicked DisconnectReason = 55
+	// DisconnectReasonShutdown says the server is shutting down.
+	DisconnectReasonShutdown DisconnectReason = 68
+)
+
+// String returns the reason's name.
+func (r DisconnectReason) String() string {
+	switch r {
+	case DisconnectReasonUnknown:
+		return "Unknown"
+	case DisconnectReasonVersionMismatch:
+		return "VersionMismatch"
+	case DisconnectReasonServerFull:
+		return "ServerFull"
+	case DisconnectReasonOutdatedServer:
+		return "OutdatedServer"
+	case DisconnectReasonOutdatedClient:
+		return "OutdatedClient"
+	case DisconnectReasonDisconnected:
+		return "Disconnected"
+	case DisconnectReasonInvalidPlayer:
+		return "InvalidPlayer"
+	case DisconnectReasonNotAllowed:
+		return "NotAllowed"
+	case DisconnectReasonKicked:
+		return "Kicked"
+	case DisconnectReasonShutdown:
+		return "Shutdown"
+	}
+	return fmt.Sprintf("DisconnectReason(%d)", int32(r))
+}
+
+// disconnect is the Disconnect packet (0x05), laid out as in gophertunnel
+// v1.62.0's disconnect.go:
+//
+//	reason                    varint32 (zigzag)
+//	hide disconnection screen bool
+//	message                   string   only when the screen is shown
+//	filtered message          string   only when the screen is shown
+type disconnect struct {
+	Reason     DisconnectReason
+	HideScreen bool
+	Message    string
+	// FilteredMessage replaces Message on clients with the profanity filter
+	// on, when it is not empty.
+	FilteredMessage string
+}
+
+// Append appends the packet's fields to b.
+func (m *disconnect) Append(b []byte) []byte {
+	b = appendVarint32(b, int32(m.Reason))
+	b = appendBool(b, m.HideScreen)
+	if !m.HideScreen {
+		b = appendString(b, m.Message)
+		b = appendString(b, m.FilteredMessage)
+	}
+	return b
+}
+
+// Decode reads the packet's fields from b and returns the bytes consumed.
+func (m *disconnect) Decode(b []byte) (int, error) {
+	reason, off, err := readVarint32(b)
+	if err != nil {
+		return 0, fmt.Errorf("decode DISCONNECT: reason: %w", err)
+	}
+	if off == len(b) {
+		return 0, fmt.Errorf("decode DISCONNECT: %w", io.ErrUnexpectedEOF)
+	}
+	hide, err := readBool(b[off])
+	if err != nil {
+		return 0, fmt.Errorf("decode DISCONNECT: hide screen: %w", err)
+	}
+	off++
+	*m = disconnect{Reason: DisconnectReason(reason), HideScreen: hide}
+	if hide {
+		return off, nil
+	}
+	msg, n, err := readString(b[off:])
+	if err != nil {
+		return 0, fmt.Errorf("decode DISCONNECT: message: %w", err)
+	}
+	off += n
+	filtered, n, err := readString(b[off:])
+	if err != nil {
+		return 0, fmt.Errorf("decode DISCONNECT: filtered message: %w", err)
+	}
+	m.Message, m.FilteredMessage = msg, filtered
+	return off + n, nil
+}

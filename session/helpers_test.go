@@ -1,0 +1,282 @@
+package session
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeConn is an in-memory Conn. The test plays the client: it sends batches
+// with send and reads what the session wrote with next.
+type fakeConn struct {
+	in     chan []byte
+	out    chan []byte
+	closed chan struct{}
+	once   sync.Once
+
+	mu         sync.Mutex
+	closeCalls int
+}
+
+func newFakeConn() *fakeConn {
+	return &fakeConn{
+		in:     make(chan []byte, 16),
+		out:    make(chan []byte, 1024),
+		closed: make(chan struct{}),
+	}
+}
+
+func (c *fakeConn) ReadPacket() ([]byte, error) {
+	select {
+	case <-c.closed:
+		return nil, net.ErrClosed
+	default:
+	}
+	select {
+	case b := <-c.in:
+		return b, nil
+	case <-c.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (c *fakeConn) Write(b []byte) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	c.out <- bytes.Clone(b)
+	return len(b), nil
+}
+
+func (c *fakeConn) Close() error {
+	c.mu.Lock()
+	c.closeCalls++
+	c.mu.Unlock()
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *fakeConn) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 19132}
+}
+
+// send delivers batch b to the session as the client.
+func (c *fakeConn) send(b []byte) { c.in <- b }
+
+// next returns the next batch the session wrote, failing after 5 s.
+func (c *fakeConn) next(t *testing.T) []byte {
+	t.Helper()
+	select {
+	case b := <-c.out:
+		return b
+	case <-time.After(5 * time.Second):
+		t.Fatal("no batch written within 5s")
+		return nil
+	}
+}
+
+// waitClosed fails unless the session closes the conn within 5 s.
+func (c *fakeConn) waitClosed(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("conn not closed within 5s")
+	}
+}
+
+// noMoreWrites fails if the session wrote anything not yet read.
+func (c *fakeConn) noMoreWrites(t *testing.T) {
+	t.Helper()
+	select {
+	case b := <-c.out:
+		t.Errorf("unexpected batch % x", b)
+	default:
+	}
+}
+
+// checkGoroutines returns a function that fails t if goroutines started
+// since it was called are still running. Tests using it must not run in
+// parallel.
+func checkGoroutines(t *testing.T) func() {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	return func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("got %d goroutines, want %d:\n%s", runtime.NumGoroutine(), before, buf)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// unhex parses space-separated hex bytes.
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		t.Fatalf("bad hex %q: %v", s, err)
+	}
+	return b
+}
+
+// The client side below is written independently of the package's codec,
+// with the standard library's compress/flate, so the tests cross-check it.
+
+// clientMode is how a test client frames a batch.
+type clientMode int
+
+const (
+	preSettings clientMode = iota // 0xfe | packets
+	plain                         // 0xfe 0xff | packets
+	deflated                      // 0xfe 0x00 | raw DEFLATE(packets)
+)
+
+// clientBatch frames packets (each header bytes then payload, given as
+// id+payload) as a client would.
+func clientBatch(t testing.TB, mode clientMode, pks ...Packet) []byte {
+	t.Helper()
+	var payload []byte
+	for _, p := range pks {
+		h := binary.AppendUvarint(nil, uint64(p.ID|uint32(p.Sender)<<10|uint32(p.Target)<<12))
+		payload = binary.AppendUvarint(payload, uint64(len(h)+len(p.Payload)))
+		payload = append(append(payload, h...), p.Payload...)
+	}
+	switch mode {
+	case preSettings:
+		return append([]byte{0xfe}, payload...)
+	case plain:
+		return append([]byte{0xfe, 0xff}, payload...)
+	}
+	var buf bytes.Buffer
+	buf.Write([]byte{0xfe, 0x00})
+	w, err := flate.NewWriter(&buf, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// clientDecode splits a batch the session wrote, as a client would.
+func clientDecode(t testing.TB, b []byte, compressed bool) []Packet {
+	t.Helper()
+	if len(b) == 0 || b[0] != 0xfe {
+		t.Fatalf("batch % x does not start with 0xfe", b)
+	}
+	b = b[1:]
+	if compressed {
+		if len(b) == 0 {
+			t.Fatal("batch has no compression id")
+		}
+		switch b[0] {
+		case 0xff:
+			b = b[1:]
+		case 0x00:
+			var err error
+			if b, err = io.ReadAll(flate.NewReader(bytes.NewReader(b[1:]))); err != nil {
+				t.Fatalf("inflate: %v", err)
+			}
+		default:
+			t.Fatalf("compression id %#02x", b[0])
+		}
+	}
+	var pks []Packet
+	for len(b) > 0 {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l == 0 || l > uint64(len(b)-n) {
+			t.Fatalf("bad packet length in % x", b)
+		}
+		pk := b[n : n+int(l)]
+		b = b[n+int(l):]
+		h, m := binary.Uvarint(pk)
+		if m <= 0 {
+			t.Fatalf("bad header in % x", pk)
+		}
+		pks = append(pks, Packet{
+			ID: uint32(h & 0x3ff), Sender: uint8(h >> 10 & 3), Target: uint8(h >> 12 & 3),
+			Payload: pk[m:],
+		})
+	}
+	return pks
+}
+
+// fakeJWT returns an unsigned compact JWT carrying claims.
+func fakeJWT(t testing.TB, claims any) string {
+	t.Helper()
+	body, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"ES384","x5u":"fake"}`)) + "." +
+		enc.EncodeToString(body) + "." + enc.EncodeToString([]byte("not a signature"))
+}
+
+// loginPayload builds a Login packet payload: protocol, then the connection
+// request with the given chain JSON and client-data JWT.
+func loginPayload(protocol int32, chainJSON, clientData string) []byte {
+	var req []byte
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(chainJSON)))
+	req = append(req, chainJSON...)
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(clientData)))
+	req = append(req, clientData...)
+	b := binary.BigEndian.AppendUint32(nil, uint32(protocol))
+	b = binary.AppendUvarint(b, uint64(len(req)))
+	return append(b, req...)
+}
+
+// newFormChain returns the 1.21.90+ login JSON: the chain as a string inside
+// Certificate, beside AuthenticationType and Token.
+func newFormChain(t testing.TB, chain []string, token string) string {
+	t.Helper()
+	cert, err := json.Marshal(map[string]any{"chain": chain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{
+		"AuthenticationType": 0, "Certificate": string(cert), "Token": token,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// steveLogin returns a Login payload of the new form whose chain names Steve.
+func steveLogin(t testing.TB) []byte {
+	t.Helper()
+	chain := []string{
+		fakeJWT(t, map[string]any{"certificateAuthority": true, "identityPublicKey": "k1"}),
+		fakeJWT(t, map[string]any{"identityPublicKey": "k2"}),
+		fakeJWT(t, map[string]any{"extraData": map[string]any{
+			"displayName": "Steve", "XUID": "2535400000000001",
+			"identity": "0b8ea5e2-7c8e-4a41-a3c5-9a6f7ad8d3b1", "titleId": "896928775",
+		}}),
+	}
+	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 4096)})
+	return loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)
+}

@@ -1,0 +1,310 @@
+package session
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+)
+
+// Identity is who a client says it is, read from its Login packet. Nothing in
+// it is verified: ParseLogin does not check the JWT signatures, so a handler
+// must not trust it for authentication.
+type Identity struct {
+	// DisplayName is the player's name (Xbox gamertag for online players).
+	DisplayName string
+	// XUID is the player's Xbox user id in decimal, empty for offline
+	// players.
+	XUID string
+	// UUID is the player's identity UUID; the zero UUID when the login
+	// carried none and no XUID to derive one from.
+	UUID uuid.UUID
+	// Protocol is the client's network protocol version.
+	Protocol int32
+}
+
+// Limits on the parts of a Login packet. The whole packet is already capped
+// by the batch's decompressed size.
+const (
+	// maxLoginJSONSize caps the chain/certificate JSON. Real ones are a few
+	// KiB: three JWTs and a token.
+	maxLoginJSONSize = 256 << 10
+	// maxChainLength caps the JWTs in the chain; real chains hold 1 or 3.
+	maxChainLength = 8
+	// maxDisplayNameSize caps a display name in bytes. Gamertags are at most
+	// 16 characters; 64 bytes leaves room for multi-byte offline names.
+	maxDisplayNameSize = 64
+	// maxXUIDSize caps an XUID: a decimal int64 has at most 19 digits.
+	maxXUIDSize = 20
+)
+
+// errNoDisplayName reports a login that names no player anywhere.
+var errNoDisplayName = errors.New("no display name in chain, token or client data")
+
+// login is the Login packet (0x01):
+//
+//	client protocol     int32 BE (superseded by RequestNetworkSettings)
+//	connection request  varuint32 length | bytes
+type login struct {
+	ClientProtocol    int32
+	ConnectionRequest []byte
+}
+
+// Append appends the packet's fields to b.
+func (m *login) Append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(m.ClientProtocol))
+	b = appendVaruint32(b, uint32(len(m.ConnectionRequest)))
+	return append(b, m.ConnectionRequest...)
+}
+
+// Decode reads the packet's fields from b and returns the bytes consumed.
+// ConnectionRequest aliases b.
+func (m *login) Decode(b []byte) (int, error) {
+	if len(b) < 4 {
+		return 0, fmt.Errorf("decode LOGIN: %w", io.ErrUnexpectedEOF)
+	}
+	protocol := int32(binary.BigEndian.Uint32(b))
+	l, n, err := readVaruint32(b[4:])
+	if err != nil {
+		return 0, fmt.Errorf("decode LOGIN: request length: %w", err)
+	}
+	off := 4 + n
+	if uint64(l) > uint64(len(b)-off) {
+		return 0, fmt.Errorf("decode LOGIN: request length %d exceeds remaining %d: %w",
+			l, len(b)-off, io.ErrUnexpectedEOF)
+	}
+	end := off + int(l)
+	m.ClientProtocol, m.ConnectionRequest = protocol, b[off:end:end]
+	return end, nil
+}
+
+// connectionRequest is the body of a Login packet's connection request:
+//
+//	int32 LE length | chain JSON | int32 LE length | client-data JWT
+//
+// The JSON is either {"AuthenticationType":N,"Certificate":"{\"chain\":[…]}",
+// "Token":"…"} (1.21.90+) or the older {"chain":[…]}.
+type connectionRequest struct {
+	Chain      []string
+	Token      string
+	ClientData string
+}
+
+// decode parses the request r, bounding every length before using it.
+func (c *connectionRequest) decode(r []byte) error {
+	chainJSON, r, err := readLEBytes(r, maxLoginJSONSize)
+	if err != nil {
+		return fmt.Errorf("chain JSON: %w", err)
+	}
+	clientData, r, err := readLEBytes(r, len(r))
+	if err != nil {
+		return fmt.Errorf("client data: %w", err)
+	}
+	if len(r) != 0 {
+		return fmt.Errorf("%d trailing bytes", len(r))
+	}
+	var outer struct {
+		Certificate string   `json:"Certificate"`
+		Chain       []string `json:"chain"`
+		Token       string   `json:"Token"`
+	}
+	if err := json.Unmarshal(chainJSON, &outer); err != nil {
+		return fmt.Errorf("chain JSON: %w", err)
+	}
+	chain := outer.Chain
+	if outer.Certificate != "" {
+		var cert struct {
+			Chain []string `json:"chain"`
+		}
+		if err := json.Unmarshal([]byte(outer.Certificate), &cert); err != nil {
+			return fmt.Errorf("certificate: %w", err)
+		}
+		chain = cert.Chain
+	}
+	if len(chain) > maxChainLength {
+		return fmt.Errorf("chain of %d JWTs exceeds %d", len(chain), maxChainLength)
+	}
+	*c = connectionRequest{Chain: chain, Token: outer.Token, ClientData: string(clientData)}
+	return nil
+}
+
+// readLEBytes reads an int32 LE length and that many bytes from the front of
+// b, refusing negative lengths and lengths above max or the input left.
+func readLEBytes(b []byte, max int) (v, rest []byte, err error) {
+	if len(b) < 4 {
+		return nil, nil, io.ErrUnexpectedEOF
+	}
+	l := int64(int32(binary.LittleEndian.Uint32(b)))
+	b = b[4:]
+	switch {
+	case l < 0:
+		return nil, nil, fmt.Errorf("negative length %d", l)
+	case l > int64(max):
+		return nil, nil, fmt.Errorf("length %d exceeds %d", l, max)
+	case l > int64(len(b)):
+		return nil, nil, fmt.Errorf("length %d exceeds remaining %d: %w", l, len(b), io.ErrUnexpectedEOF)
+	}
+	return b[:l], b[l:], nil
+}
+
+// chainClaims are the claims of a chain JWT; the last one of an Xbox chain
+// (and the only one of a self-signed chain) carries extraData.
+type chainClaims struct {
+	ExtraData struct {
+		DisplayName string `json:"displayName"`
+		XUID        string `json:"XUID"`
+		Identity    string `json:"identity"`
+	} `json:"extraData"`
+}
+
+// tokenClaims are the identity claims of the multiplayer token that
+// 1.26.10+ clients send beside the chain.
+type tokenClaims struct {
+	XName   string `json:"xname"`
+	XID     string `json:"xid"`
+	LegUUID string `json:"leguuid"`
+}
+
+// clientDataClaims are the name fields of the client-data JWT, which the
+// client is free to set.
+type clientDataClaims struct {
+	ThirdPartyName string `json:"ThirdPartyName"`
+	DisplayName    string `json:"DisplayName"`
+}
+
+// ParseLogin reads the player's identity from the payload of a Login packet
+// (the bytes after its header) without verifying any signature. The name,
+// XUID and UUID come from the first of these that names a player: the
+// extraData claim of the chain's JWTs (last first), the multiplayer token
+// (xname, xid, leguuid), then the client-data JWT (ThirdPartyName or
+// DisplayName). A missing UUID is derived from the XUID as gophertunnel does.
+// ParseLogin bounds every length and size it reads and never panics; it is
+// safe for concurrent use.
+func ParseLogin(payload []byte) (Identity, error) {
+	var pk login
+	n, err := pk.Decode(payload)
+	if err != nil {
+		return Identity{}, fmt.Errorf("parse login: %w", err)
+	}
+	if n != len(payload) {
+		return Identity{}, fmt.Errorf("parse login: %d trailing bytes", len(payload)-n)
+	}
+	var req connectionRequest
+	if err := req.decode(pk.ConnectionRequest); err != nil {
+		return Identity{}, fmt.Errorf("parse login: connection request: %w", err)
+	}
+	name, xuid, ident := req.identity()
+	if name == "" {
+		return Identity{}, fmt.Errorf("parse login: %w", errNoDisplayName)
+	}
+	if err := validateDisplayName(name); err != nil {
+		return Identity{}, fmt.Errorf("parse login: %w", err)
+	}
+	if err := validateXUID(xuid); err != nil {
+		return Identity{}, fmt.Errorf("parse login: %w", err)
+	}
+	id := Identity{DisplayName: name, XUID: xuid, Protocol: pk.ClientProtocol}
+	switch {
+	case ident != "":
+		u, err := uuid.Parse(ident)
+		if err != nil {
+			return Identity{}, fmt.Errorf("parse login: identity: %w", err)
+		}
+		id.UUID = u
+	case xuid != "":
+		id.UUID = uuidFromXUID(xuid)
+	}
+	return id, nil
+}
+
+// identity returns the first player identity the request's JWTs carry.
+func (c *connectionRequest) identity() (name, xuid, ident string) {
+	for i := len(c.Chain) - 1; i >= 0; i-- {
+		var cl chainClaims
+		if jwtClaims(c.Chain[i], &cl) && cl.ExtraData.DisplayName != "" {
+			return cl.ExtraData.DisplayName, cl.ExtraData.XUID, cl.ExtraData.Identity
+		}
+	}
+	var tok tokenClaims
+	if jwtClaims(c.Token, &tok) && tok.XName != "" {
+		return tok.XName, tok.XID, tok.LegUUID
+	}
+	var cd clientDataClaims
+	if jwtClaims(c.ClientData, &cd) {
+		if cd.ThirdPartyName != "" {
+			return cd.ThirdPartyName, "", ""
+		}
+		return cd.DisplayName, "", ""
+	}
+	return "", "", ""
+}
+
+// jwtClaims decodes the payload (middle part) of the compact JWT tok into v
+// and reports whether it could. The signature is not checked. Padding and
+// the standard base64 alphabet are tolerated, as clients differ.
+func jwtClaims(tok string, v any) bool {
+	first := strings.IndexByte(tok, '.')
+	if first < 0 {
+		return false
+	}
+	rest := tok[first+1:]
+	last := strings.IndexByte(rest, '.')
+	if last < 0 {
+		return false
+	}
+	seg := strings.TrimRight(rest[:last], "=")
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(seg); err != nil {
+			return false
+		}
+	}
+	return json.Unmarshal(b, v) == nil
+}
+
+// validateDisplayName refuses names that are too long or carry control
+// characters, since the name ends up in messages and logs. encoding/json has
+// already made it valid UTF-8.
+func validateDisplayName(name string) error {
+	if len(name) > maxDisplayNameSize {
+		return fmt.Errorf("display name of %d bytes exceeds %d", len(name), maxDisplayNameSize)
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return fmt.Errorf("display name %q has control characters", name)
+	}
+	return nil
+}
+
+// validateXUID refuses an XUID that is not a short decimal number.
+func validateXUID(xuid string) error {
+	if len(xuid) > maxXUIDSize {
+		return fmt.Errorf("XUID of %d bytes exceeds %d", len(xuid), maxXUIDSize)
+	}
+	for i := range len(xuid) {
+		if xuid[i] < '0' || xuid[i] > '9' {
+			return fmt.Errorf("XUID %q is not decimal", xuid)
+		}
+	}
+	return nil
+}
+
+// uuidFromXUID derives the identity UUID of a player from its XUID: an MD5
+// (version 3) UUID of "pocket-auth-1-xuid:" + XUID, as gophertunnel derives
+// it for logins that carry only the multiplayer token.
+func uuidFromXUID(xuid string) uuid.UUID {
+	h := md5.New()
+	h.Write([]byte("pocket-auth-1-xuid:"))
+	h.Write([]byte(xuid))
+	var id uuid.UUID
+	copy(id[:], h.Sum(nil))
+	id[6] = id[6]&0x0f | 0x30 // version 3
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id
+}
