@@ -270,6 +270,14 @@ func (l *Layer) Idle() bool {
 	return l.buffered == 0 && l.pending.len() == 0 && l.resend.len() == 0 && l.acks.empty() && l.nacks.empty()
 }
 
+// AckNow makes pending ACKs due at once instead of after the ACK delay,
+// e.g. before a connection goes away.
+func (l *Layer) AckNow() {
+	if !l.acks.empty() {
+		l.ackCount = max(l.ackCount, ackNowThreshold)
+	}
+}
+
 // MaxUnsplit returns the largest message of reliability r sent in one frame.
 func (l *Layer) MaxUnsplit(r wire.Reliability) int {
 	return l.cfg.MaxDatagram - wire.DatagramHeaderSize - wire.FrameHeaderSize(r, false)
