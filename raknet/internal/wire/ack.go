@@ -78,8 +78,11 @@ func (a *Ack) AppendLimit(b []byte, limit int) ([]byte, int) {
 	b = append(b, a.id(), 0, 0)
 	size, records, n := ackHeaderSize, 0, 0
 	for _, r := range a.Ranges {
-		rs := recordsSize(r)
-		if n > 0 && ((limit > 0 && size+rs > limit) || records+2 > MaxAckRecords) {
+		rs, rc := recordsSize(r), 1
+		if r.End < r.Start {
+			rc = 2
+		}
+		if n > 0 && ((limit > 0 && size+rs > limit) || records+rc > MaxAckRecords) {
 			break
 		}
 		size += rs
@@ -106,8 +109,11 @@ func appendRecord(b []byte, start, end Uint24) []byte {
 
 // Decode decodes an ACK or NACK datagram into a, reusing a.Ranges. It fails
 // when the record count exceeds MaxAckRecords, when the records name more
-// than MaxAckNumbers numbers in total, or on a range whose end is more than
-// MaxAckNumbers ahead of its start (which is how a reversed range reads).
+// than MaxAckNumbers numbers in total, or on a range record whose end is
+// below its start: RakNet rejects those too (DS_RangeList.h), and a range
+// that crosses the 2^24 wrap comes as two records, which Decode joins. So
+// re-encoding a decoded Ack never takes more records or bytes than it came
+// in.
 func (a *Ack) Decode(b []byte) (int, error) {
 	if len(b) < 1 {
 		return 0, decodeErr("ACK", errUnexpectedEOF)
@@ -144,6 +150,9 @@ func (a *Ack) Decode(b []byte) (int, error) {
 		}
 		if r.err != nil {
 			return 0, decodeErr("ACK", r.err)
+		}
+		if end < start {
+			return 0, decodeErr("ACK", fmt.Errorf("%w: range end %d before start %d", ErrInvalid, end, start))
 		}
 		ar := AckRange{Start: start, End: end}
 		l := ar.Len()
