@@ -1,0 +1,522 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// recordingHandler wraps a Handler and counts its calls.
+type recordingHandler struct {
+	Handler
+	opens, closes atomic.Int32
+	closeErr      atomic.Pointer[error]
+}
+
+func (h *recordingHandler) HandleOpen(s *Session) error {
+	h.opens.Add(1)
+	return h.Handler.HandleOpen(s)
+}
+
+func (h *recordingHandler) HandleClose(s *Session, err error) {
+	h.closes.Add(1)
+	h.closeErr.Store(&err)
+	h.Handler.HandleClose(s, err)
+}
+
+// funcHandler handles packets with a function.
+type funcHandler struct {
+	NopHandler
+	packet func(s *Session, p Packet) error
+}
+
+func (h funcHandler) HandlePacket(s *Session, p Packet) error { return h.packet(s, p) }
+
+// echo writes every packet back and flushes.
+var echo = funcHandler{packet: func(s *Session, p Packet) error {
+	if err := s.WritePacket(p.ID, p.Payload); err != nil {
+		return err
+	}
+	return s.Flush()
+}}
+
+// start runs a session over a new fake conn and returns both and a channel
+// that yields Run's result.
+func start(t *testing.T, ctx context.Context, cfg Config) (*Session, *fakeConn, <-chan error) {
+	t.Helper()
+	c := newFakeConn()
+	s := New(c, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return s, c, done
+}
+
+// wait returns Run's result, failing after 5 s.
+func wait(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5s")
+		return nil
+	}
+}
+
+func TestGateFlow(t *testing.T) {
+	defer checkGoroutines(t)()
+	h := &recordingHandler{Handler: GateHandler{Message: "Bye {player}, come back {player}!"}}
+	s, c, done := start(t, context.Background(), Config{Handler: h})
+
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 91")) // RequestNetworkSettings(2193)
+	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 00 02 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
+		t.Fatalf("NetworkSettings: got % x, want % x", got, want)
+	}
+	// Ignored packets change nothing.
+	c.send(clientBatch(t, plain, Packet{ID: IDClientCacheStatus, Payload: []byte{0}}, Packet{ID: 0x3fe}))
+
+	login := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: steveLogin(t)})
+	if login[1] != 0x00 {
+		t.Fatalf("login batch: got compression id %#02x, want 0x00", login[1])
+	}
+	c.send(login)
+	b := c.next(t)
+	pks := clientDecode(t, b, true)
+	if len(pks) != 1 || pks[0].ID != IDDisconnect {
+		t.Fatalf("got %+v, want one Disconnect", pks)
+	}
+	var dc disconnect
+	if _, err := dc.Decode(pks[0].Payload); err != nil {
+		t.Fatalf("decode Disconnect: %v", err)
+	}
+	want := disconnect{Reason: DisconnectReasonKicked, Message: "Bye Steve, come back Steve!"}
+	if dc != want {
+		t.Errorf("got %+v, want %+v", dc, want)
+	}
+	c.waitClosed(t)
+	if err := wait(t, done); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+	c.noMoreWrites(t)
+	id, ok := s.Identity()
+	if !ok || id.DisplayName != "Steve" || id.XUID != "2535400000000001" || id.Protocol != CurrentProtocol {
+		t.Errorf("Identity: got %+v, %v; want Steve", id, ok)
+	}
+	if o, cl := h.opens.Load(), h.closes.Load(); o != 1 || cl != 1 {
+		t.Errorf("got %d opens and %d closes, want 1 and 1", o, cl)
+	}
+}
+
+// TestGateFlowDefaultMessage checks the zero Config runs the gate with its
+// default message, compressing a Disconnect over the threshold.
+func TestGateFlowDefaultMessage(t *testing.T) {
+	defer checkGoroutines(t)()
+	_, c, done := start(t, context.Background(), Config{})
+	c.send(clientBatch(t, preSettings, Packet{ID: IDRequestNetworkSettings, Payload: []byte{0, 0, 0x08, 0x91}}))
+	c.next(t)
+	c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)}))
+	var dc disconnect
+	if _, err := dc.Decode(clientDecode(t, c.next(t), true)[0].Payload); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ReplaceAll(DefaultGateMessage, "{player}", "Steve"); dc.Message != want {
+		t.Errorf("got %q, want %q", dc.Message, want)
+	}
+	if err := wait(t, done); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+}
+
+func TestGateProtocolMismatch(t *testing.T) {
+	defer checkGoroutines(t)()
+	tests := []struct {
+		name     string
+		accepted []int32
+		protocol string
+		want     string
+	}{
+		{"older client", nil, "00 00 08 79", "fe 05 02 00 00 00 01"},
+		{"newer client", nil, "00 00 08 92", "fe 05 02 00 00 00 02"},
+		{"between accepted", []int32{2169, 2193}, "00 00 08 80", "fe 05 02 00 00 00 01"},
+		{"older than all accepted", []int32{2169, 2193}, "00 00 03 e8", "fe 05 02 00 00 00 01"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, done := start(t, context.Background(), Config{Handler: GateHandler{AcceptedProtocols: tc.accepted}})
+			c.send(append(unhex(t, "fe 06 c1 01"), unhex(t, tc.protocol)...))
+			if got, want := c.next(t), unhex(t, tc.want); !bytes.Equal(got, want) {
+				t.Errorf("got % x, want % x", got, want)
+			}
+			c.waitClosed(t)
+			if err := wait(t, done); err != nil {
+				t.Errorf("Run: got %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestGateAcceptsListedProtocol(t *testing.T) {
+	defer checkGoroutines(t)()
+	s, c, done := start(t, context.Background(), Config{Handler: GateHandler{
+		AcceptedProtocols: []int32{2169, CurrentProtocol}, CompressionThreshold: 1}})
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
+	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 01 00 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
+		t.Errorf("got % x, want % x", got, want)
+	}
+	s.Close()
+	if err := wait(t, done); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+}
+
+func TestGateProtocolErrors(t *testing.T) {
+	defer checkGoroutines(t)()
+	rns := unhex(t, "fe 06 c1 01 00 00 08 91")
+	tests := []struct {
+		name    string
+		batches [][]byte
+		want    string
+	}{
+		{"login before network settings",
+			[][]byte{clientBatch(t, preSettings, Packet{ID: IDLogin, Payload: steveLogin(t)})},
+			"login: before network settings"},
+		{"network settings twice",
+			[][]byte{rns, clientBatch(t, plain, Packet{ID: IDRequestNetworkSettings, Payload: []byte{0, 0, 8, 0x91}})},
+			"sent twice"},
+		{"short request", [][]byte{unhex(t, "fe 03 c1 01 00")}, "unexpected EOF"},
+		{"uncompressed batch after settings", [][]byte{rns, rns}, "decode batch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, done := start(t, context.Background(), Config{})
+			for _, b := range tc.batches {
+				c.send(b)
+			}
+			err := wait(t, done)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: got %v, want error containing %q", err, tc.want)
+			}
+			c.waitClosed(t)
+		})
+	}
+}
+
+func TestGateInvalidLogin(t *testing.T) {
+	defer checkGoroutines(t)()
+	_, c, done := start(t, context.Background(), Config{})
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
+	c.next(t)
+	c.send(clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")}))
+	var dc disconnect
+	if _, err := dc.Decode(clientDecode(t, c.next(t), true)[0].Payload); err != nil {
+		t.Fatal(err)
+	}
+	if dc.Reason != DisconnectReasonInvalidPlayer {
+		t.Errorf("got reason %v, want %v", dc.Reason, DisconnectReasonInvalidPlayer)
+	}
+	// The session was closed on purpose: Run reports no error.
+	if err := wait(t, done); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+}
+
+func TestHandlerPanicEndsOnlyItsSession(t *testing.T) {
+	defer checkGoroutines(t)()
+	boom := funcHandler{packet: func(*Session, Packet) error { panic("boom") }}
+	hb := &recordingHandler{Handler: boom}
+	_, bad, badDone := start(t, context.Background(), Config{Handler: hb})
+	_, good, goodDone := start(t, context.Background(), Config{Handler: echo})
+
+	bad.send(clientBatch(t, preSettings, Packet{ID: 0x42}))
+	err := wait(t, badDone)
+	if !errors.Is(err, ErrHandlerPanic) || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Run: got %v, want %v mentioning boom", err, ErrHandlerPanic)
+	}
+	bad.waitClosed(t)
+	if e := hb.closeErr.Load(); hb.closes.Load() != 1 || e == nil || !errors.Is(*e, ErrHandlerPanic) {
+		t.Errorf("HandleClose: got %d calls, want 1 with %v", hb.closes.Load(), ErrHandlerPanic)
+	}
+
+	good.send(clientBatch(t, preSettings, Packet{ID: 0x43, Payload: []byte("still here")}))
+	pks := clientDecode(t, good.next(t), false)
+	if len(pks) != 1 || string(pks[0].Payload) != "still here" {
+		t.Errorf("echo: got %+v, want the packet back", pks)
+	}
+	good.Close()
+	if err := wait(t, goodDone); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Run after peer close: got %v, want %v", err, net.ErrClosed)
+	}
+}
+
+func TestSessionEndings(t *testing.T) {
+	defer checkGoroutines(t)()
+	errOpen := errors.New("no thanks")
+	errPacket := errors.New("bad packet")
+	cause := errors.New("shutting down")
+	tests := []struct {
+		name    string
+		handler Handler
+		act     func(s *Session, c *fakeConn, cancel context.CancelCauseFunc)
+		want    error  // errors.Is target; nil means Run returns nil
+		wantMsg string // substring, when want is not enough
+	}{
+		{"Close", NopHandler{}, func(s *Session, _ *fakeConn, _ context.CancelCauseFunc) { s.Close() }, nil, ""},
+		{"Disconnect", NopHandler{}, func(s *Session, _ *fakeConn, _ context.CancelCauseFunc) { s.Disconnect("bye") }, nil, ""},
+		{"context cancelled", NopHandler{}, func(_ *Session, _ *fakeConn, cancel context.CancelCauseFunc) { cancel(cause) }, cause, ""},
+		{"peer closed", NopHandler{}, func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) { c.Close() }, net.ErrClosed, "read batch"},
+		{"open error", openErrHandler{err: errOpen}, func(*Session, *fakeConn, context.CancelCauseFunc) {}, errOpen, "handle open"},
+		{"open panic", openPanicHandler{}, func(*Session, *fakeConn, context.CancelCauseFunc) {}, ErrHandlerPanic, "handle open"},
+		{"packet error", funcHandler{packet: func(*Session, Packet) error { return errPacket }},
+			func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) {
+				c.send(clientBatch(t, preSettings, Packet{ID: 7}))
+			}, errPacket, "handle packet 0x7"},
+		{"bad batch", NopHandler{}, func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) {
+			c.send([]byte{0xfe, 0x02, 0x01, 0x00, 0x00})
+		}, nil, "empty"},
+		{"close panics", closePanicHandler{}, func(s *Session, _ *fakeConn, _ context.CancelCauseFunc) { s.Close() }, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			h := &recordingHandler{Handler: tc.handler}
+			s, c, done := start(t, ctx, Config{Handler: h})
+			tc.act(s, c, cancel)
+			err := wait(t, done)
+			switch {
+			case tc.want == nil && tc.wantMsg == "" && err != nil:
+				t.Errorf("Run: got %v, want nil", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("Run: got %v, want %v", err, tc.want)
+			case tc.wantMsg != "" && (err == nil || !strings.Contains(err.Error(), tc.wantMsg)):
+				t.Errorf("Run: got %v, want error containing %q", err, tc.wantMsg)
+			}
+			c.waitClosed(t)
+			if got := h.closes.Load(); got != 1 {
+				t.Errorf("HandleClose: got %d calls, want 1", got)
+			}
+			if e := h.closeErr.Load(); e != nil && *e != err {
+				t.Errorf("HandleClose: got %v, want Run's %v", *e, err)
+			}
+			if err := s.WritePacket(1, nil); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("WritePacket after end: got %v, want %v", err, net.ErrClosed)
+			}
+		})
+	}
+}
+
+type openErrHandler struct {
+	NopHandler
+	err error
+}
+
+func (h openErrHandler) HandleOpen(*Session) error { return h.err }
+
+type openPanicHandler struct{ NopHandler }
+
+func (openPanicHandler) HandleOpen(*Session) error { panic("open") }
+
+type closePanicHandler struct{ NopHandler }
+
+func (closePanicHandler) HandleClose(*Session, error) { panic("close") }
+
+func TestSessionClosedErrors(t *testing.T) {
+	defer checkGoroutines(t)()
+	c := newFakeConn()
+	s := New(c, Config{})
+	if err := s.WritePacket(IDPlayStatus, []byte{0, 0, 0, 0}); err != nil {
+		t.Fatalf("WritePacket: got %v, want nil", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: got %v, want nil", err)
+	}
+	// Close flushed what was buffered before closing the conn.
+	if got, want := c.next(t), unhex(t, "fe 05 02 00 00 00 00"); !bytes.Equal(got, want) {
+		t.Errorf("got % x, want % x", got, want)
+	}
+	for name, err := range map[string]error{
+		"WritePacket":       s.WritePacket(1, nil),
+		"Flush":             s.Flush(),
+		"Disconnect":        s.Disconnect("late"),
+		"EnableCompression": s.EnableCompression(1),
+	} {
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("%s: got %v, want %v", name, err, net.ErrClosed)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: got %v, want nil", err)
+	}
+	// Run on a closed session still opens and closes the handler once.
+	h := &recordingHandler{Handler: NopHandler{}}
+	s2 := New(newFakeConn(), Config{Handler: h})
+	s2.Close()
+	if err := s2.Run(context.Background()); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+	if o, cl := h.opens.Load(), h.closes.Load(); o != 1 || cl != 1 {
+		t.Errorf("got %d opens and %d closes, want 1 and 1", o, cl)
+	}
+}
+
+func TestSessionWritePacketInvalid(t *testing.T) {
+	s := New(newFakeConn(), Config{})
+	defer s.Close()
+	if err := s.WritePacket(0x400, nil); err == nil {
+		t.Errorf("id 0x400: got nil, want error")
+	}
+}
+
+func TestSessionRunTwicePanics(t *testing.T) {
+	defer checkGoroutines(t)()
+	s := New(newFakeConn(), Config{})
+	s.Close()
+	s.Run(context.Background())
+	defer func() {
+		if recover() == nil {
+			t.Errorf("second Run: got no panic, want one")
+		}
+	}()
+	s.Run(context.Background())
+}
+
+// TestSessionConcurrentClose races Close, Disconnect, writes, flushes and
+// context cancellation; run it with -race.
+func TestSessionConcurrentClose(t *testing.T) {
+	defer checkGoroutines(t)()
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, c, done := start(t, ctx, Config{Handler: echo, FlushInterval: time.Millisecond})
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				for j := range 50 {
+					if s.WritePacket(uint32(i+1), []byte{byte(j)}) != nil {
+						return
+					}
+					if j%10 == 0 {
+						s.Flush()
+					}
+				}
+			})
+		}
+		wg.Go(func() { c.send(clientBatch(t, preSettings, Packet{ID: 9})) })
+		wg.Go(func() { s.Disconnect("bye") })
+		wg.Go(func() { s.Close() })
+		wg.Go(cancel)
+		wg.Wait()
+		wait(t, done)
+		c.waitClosed(t)
+		cancel()
+	}
+}
+
+// TestSessionFlushInterval checks buffered packets wait for the flush
+// interval, in fake time.
+func TestSessionFlushInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 30 * time.Millisecond
+		c := newFakeConn()
+		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval})
+		done := make(chan error, 1)
+		go func() { done <- s.Run(context.Background()) }()
+
+		s.WritePacket(0x10, []byte{1})
+		time.Sleep(interval / 2)
+		s.WritePacket(0x11, []byte{2})
+		synctest.Wait()
+		if n := len(c.out); n != 0 {
+			t.Fatalf("before the interval: got %d batches, want 0", n)
+		}
+		time.Sleep(interval / 2)
+		synctest.Wait()
+		if n := len(c.out); n != 1 {
+			t.Fatalf("after the interval: got %d batches, want 1", n)
+		}
+		if pks := clientDecode(t, <-c.out, false); len(pks) != 2 {
+			t.Errorf("got %d packets in the batch, want 2", len(pks))
+		}
+		// An idle session sends nothing, however long it waits.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := len(c.out); n != 0 {
+			t.Errorf("idle: got %d batches, want 0", n)
+		}
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Run: got %v, want nil", err)
+		}
+	})
+}
+
+// TestSessionFlushSplits checks a batch never carries more than 812 packets.
+func TestSessionFlushSplits(t *testing.T) {
+	c := newFakeConn()
+	s := New(c, Config{})
+	for range maxPacketsPerBatch + 1 {
+		if err := s.WritePacket(1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	first, second := clientDecode(t, c.next(t), false), clientDecode(t, c.next(t), false)
+	if len(first) != maxPacketsPerBatch || len(second) != 1 {
+		t.Errorf("got batches of %d and %d packets, want %d and 1", len(first), len(second), maxPacketsPerBatch)
+	}
+	s.Close()
+}
+
+// TestSessionEnableCompression checks what is buffered before
+// EnableCompression leaves in the old format, and what follows in the new.
+func TestSessionEnableCompression(t *testing.T) {
+	c := newFakeConn()
+	s := New(c, Config{})
+	defer s.Close()
+	s.WritePacket(IDNetworkSettings, []byte{1})
+	if err := s.EnableCompression(8); err != nil {
+		t.Fatal(err)
+	}
+	if !s.CompressionEnabled() {
+		t.Errorf("CompressionEnabled: got false, want true")
+	}
+	s.WritePacket(1, []byte{2})
+	s.Flush()
+	s.WritePacket(1, bytes.Repeat([]byte{3}, 20))
+	s.Flush()
+	for _, want := range []string{"fe 03 8f 01 01", "fe ff 02 01 02"} {
+		if got := c.next(t); !bytes.Equal(got, unhex(t, want)) {
+			t.Errorf("got % x, want %s", got, want)
+		}
+	}
+	if got := c.next(t); got[1] != 0x00 {
+		t.Errorf("batch over the threshold: got id %#02x, want 0x00", got[1])
+	}
+}
+
+func TestSessionIdentityAndAddr(t *testing.T) {
+	c := newFakeConn()
+	s := New(c, Config{})
+	defer s.Close()
+	if _, ok := s.Identity(); ok {
+		t.Errorf("Identity before SetIdentity: got ok, want not")
+	}
+	s.SetIdentity(Identity{DisplayName: "Steve"})
+	if id, ok := s.Identity(); !ok || id.DisplayName != "Steve" {
+		t.Errorf("got %+v, %v; want Steve, true", id, ok)
+	}
+	if got, want := s.RemoteAddr().String(), "127.0.0.1:19132"; got != want {
+		t.Errorf("RemoteAddr: got %v, want %v", got, want)
+	}
+	if s.Log() == nil {
+		t.Errorf("Log: got nil, want a logger")
+	}
+}
