@@ -1,0 +1,406 @@
+package raknet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+	"github.com/rs/zerolog"
+)
+
+// DialMTUs are the MTUs a dialer probes, largest first, like the vanilla
+// client.
+var DialMTUs = []int{1492, 1200, 576}
+
+const (
+	// dialAttempts is how many times each MTU is probed.
+	dialAttempts = 3
+	// dialRetry is the wait between handshake attempts.
+	dialRetry = 500 * time.Millisecond
+	// pingRetry is the wait between unconnected pings.
+	pingRetry = 250 * time.Millisecond
+	// defaultDialTimeout bounds Dial and Ping without a context deadline.
+	defaultDialTimeout = 10 * time.Second
+)
+
+// Dialer dials RakNet servers. The zero value is ready to use.
+type Dialer struct {
+	// Log receives per-connection debug lines; nil discards.
+	Log *zerolog.Logger
+	// ListenPacket opens the client socket; nil means net.ListenPacket.
+	ListenPacket func(network, address string) (net.PacketConn, error)
+	// ProtocolVersion is the RakNet protocol offered first; 0 means 11. On
+	// IncompatibleProtocolVersion the dialer retries once with the server's
+	// version if it is 10 or 11.
+	ProtocolVersion byte
+	// MaxMTU caps the MTUs probed; 0 means MaxMTU (1492).
+	MaxMTU int
+	// Timeout, PingInterval and CloseTimeout are as in ListenConfig.
+	Timeout, PingInterval, CloseTimeout time.Duration
+	// GUID is the client GUID; 0 picks a random one.
+	GUID int64
+}
+
+// Dial connects to a RakNet server with the default Dialer and a 10 s
+// handshake timeout.
+func Dial(address string) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultDialTimeout)
+	defer cancel()
+	var d Dialer
+	return d.DialContext(ctx, address)
+}
+
+// Ping sends unconnected pings to address until a pong arrives or 10 s pass
+// and returns the pong data.
+func Ping(address string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultDialTimeout)
+	defer cancel()
+	var d Dialer
+	return d.PingContext(ctx, address)
+}
+
+func randomGUID() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+// open resolves address and opens a socket for it.
+func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
+	ua, err := net.ResolveUDPAddr("udp", address)
+	if err != nil {
+		return nil, nil, err
+	}
+	network, local := "udp4", "0.0.0.0:0"
+	if ua.IP.To4() == nil {
+		network, local = "udp6", "[::]:0"
+	}
+	listen := d.ListenPacket
+	if listen == nil {
+		listen = net.ListenPacket
+	}
+	pc, err := listen(network, local)
+	if err != nil {
+		return nil, nil, err
+	}
+	if udp, ok := pc.(*net.UDPConn); ok {
+		_ = udp.SetReadBuffer(socketBuffer)
+		_ = udp.SetWriteBuffer(socketBuffer)
+	}
+	return pc, ua, nil
+}
+
+// PingContext sends unconnected pings until a pong arrives or ctx ends and
+// returns the pong data.
+func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error) {
+	pc, ua, err := d.open(address)
+	if err != nil {
+		return nil, &net.OpError{Op: "ping", Net: "raknet", Err: err}
+	}
+	defer pc.Close()
+	opErr := func(err error) error {
+		return &net.OpError{Op: "ping", Net: "raknet", Source: pc.LocalAddr(), Addr: ua, Err: err}
+	}
+	guid := d.GUID
+	if guid == 0 {
+		guid = randomGUID()
+	}
+	start := time.Now()
+	buf := make([]byte, maxDatagramSize)
+	for {
+		ping := wire.UnconnectedPing{Time: time.Since(start).Milliseconds(), ClientGUID: guid}
+		if _, err := pc.WriteTo(ping.Append(nil), ua); err != nil {
+			return nil, opErr(err)
+		}
+		deadline := time.Now().Add(pingRetry)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		_ = pc.SetReadDeadline(deadline)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				break
+			}
+			var pong wire.UnconnectedPong
+			if n > 0 && buf[0] == wire.IDUnconnectedPong {
+				if _, err := pong.Decode(buf[:n]); err == nil {
+					return slices.Clone(pong.Data), nil
+				}
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, opErr(err)
+		}
+	}
+}
+
+// DialContext connects to a RakNet server: it probes the MTU, completes the
+// offline and connected handshakes and returns the connection. ctx bounds
+// the handshake only.
+func (d Dialer) DialContext(ctx context.Context, address string) (*Conn, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultDialTimeout)
+		defer cancel()
+	}
+	pc, ua, err := d.open(address)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "raknet", Err: err}
+	}
+	c, err := d.handshake(ctx, pc, ua)
+	if err != nil {
+		_ = pc.Close()
+		return nil, &net.OpError{Op: "dial", Net: "raknet", Source: pc.LocalAddr(), Addr: ua, Err: err}
+	}
+	return c, nil
+}
+
+// offlineReader reads offline replies from the server during the
+// handshake.
+type offlineReader struct {
+	pc  net.PacketConn
+	buf []byte
+}
+
+// next returns the next datagram from the server before deadline.
+func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.UDPAddr) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = r.pc.SetReadDeadline(deadline)
+	for {
+		n, addr, err := r.pc.ReadFrom(r.buf)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			return nil, err
+		}
+		if ua, ok := addr.(*net.UDPAddr); ok && !ua.IP.Equal(from.IP) || n == 0 {
+			continue
+		}
+		return r.buf[:n], nil
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAddr) (*Conn, error) {
+	guid := d.GUID
+	if guid == 0 {
+		guid = randomGUID()
+	}
+	proto := d.ProtocolVersion
+	if proto == 0 {
+		proto = 11
+	}
+	ap := ua.AddrPort()
+	hdr := overhead(ap)
+	maxMTU := MaxMTU
+	if d.MaxMTU > 0 {
+		maxMTU = min(max(d.MaxMTU, MinMTU), MaxMTU)
+	}
+	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
+
+	// Phase 1: MTU discovery with OpenConnectionRequest1.
+	var reply1 wire.OpenConnectionReply1
+	var probed int
+	retriedVersion := false
+phase1:
+	for _, mtu := range DialMTUs {
+		if mtu > maxMTU {
+			continue
+		}
+		for range dialAttempts {
+			req := wire.OpenConnectionRequest1{Protocol: proto, Size: mtu - hdr}
+			if _, err := pc.WriteTo(req.Append(nil), ua); err != nil {
+				return nil, err
+			}
+			deadline := time.Now().Add(dialRetry)
+			for {
+				b, err := r.next(ctx, deadline, ua)
+				if err != nil {
+					if isTimeout(err) && ctx.Err() == nil {
+						break
+					}
+					return nil, err
+				}
+				switch b[0] {
+				case wire.IDOpenConnectionReply1:
+					if _, err := reply1.Decode(b); err != nil {
+						continue
+					}
+					probed = mtu
+					break phase1
+				case wire.IDIncompatibleProtocolVersion:
+					var m wire.IncompatibleProtocolVersion
+					if _, err := m.Decode(b); err != nil {
+						continue
+					}
+					if retriedVersion || (m.Protocol != 10 && m.Protocol != 11) || m.Protocol == proto {
+						return nil, fmt.Errorf("%w: server speaks %d", ErrIncompatibleProtocol, m.Protocol)
+					}
+					retriedVersion, proto = true, m.Protocol
+					req.Protocol = proto
+					if _, err := pc.WriteTo(req.Append(nil), ua); err != nil {
+						return nil, err
+					}
+				default:
+					if wire.IsNotice(b[0]) {
+						return nil, refusal(b[0])
+					}
+				}
+			}
+		}
+	}
+	if probed == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_1")
+	}
+	mtu := min(int(reply1.MTU), probed)
+	mtu = max(mtu, MinMTU)
+
+	// Phase 2: OpenConnectionRequest2 fixes the MTU.
+	req2 := wire.OpenConnectionRequest2{ServerAddr: ap, MTU: uint16(mtu), ClientGUID: guid}
+	if reply1.Security {
+		req2.HasCookie, req2.Cookie = true, reply1.Cookie
+	}
+	var reply2 wire.OpenConnectionReply2
+	got2 := false
+phase2:
+	for range dialAttempts * 2 {
+		if _, err := pc.WriteTo(req2.Append(nil), ua); err != nil {
+			return nil, err
+		}
+		deadline := time.Now().Add(dialRetry)
+		for {
+			b, err := r.next(ctx, deadline, ua)
+			if err != nil {
+				if isTimeout(err) && ctx.Err() == nil {
+					break
+				}
+				return nil, err
+			}
+			switch {
+			case b[0] == wire.IDOpenConnectionReply2:
+				if _, err := reply2.Decode(b); err == nil {
+					got2 = true
+					break phase2
+				}
+			case wire.IsNotice(b[0]):
+				return nil, refusal(b[0])
+			}
+		}
+	}
+	if !got2 {
+		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_2")
+	}
+	if reply2.MTU >= MinMTU && int(reply2.MTU) < mtu {
+		mtu = int(reply2.MTU)
+	}
+	_ = pc.SetReadDeadline(time.Time{})
+
+	// Phase 3: the connected handshake runs inside the Conn.
+	var log zerolog.Logger = zerolog.Nop()
+	if d.Log != nil {
+		log = d.Log.With().Str("src", "raknet").Str("raddr", ap.String()).Logger()
+	}
+	cfg := connConfig{
+		timeout:      orDefault(d.Timeout, DefaultTimeout),
+		pingInterval: orDefault(d.PingInterval, DefaultPingInterval),
+		closeTimeout: orDefault(d.CloseTimeout, DefaultCloseTimeout),
+		log:          log,
+	}
+	now := time.Now()
+	c := newConn(pc, ua, ap, mtu, cfg, true, now)
+	c.guid = reply2.ServerGUID
+	c.self = guid
+	c.onClose = func(c *Conn) { _ = c.pc.Close() }
+	done := make(chan struct{})
+	go dialReadLoop(pc, c, ap, done)
+
+	c.mu.Lock()
+	req := wire.ConnectionRequest{ClientGUID: guid, Time: c.timestamp(now)}
+	c.sendControl(now, req.Append(c.scratch()), wire.Reliable)
+	c.flush(now)
+	c.arm(now)
+	c.unlock()
+
+	select {
+	case <-c.established:
+		return c, nil
+	case <-c.closed:
+		<-done
+		return nil, c.closeErr
+	case <-ctx.Done():
+		c.closeNow(net.ErrClosed)
+		<-done
+		return nil, ctx.Err()
+	}
+}
+
+// dialReadLoop feeds a dialed connection from its own socket until the
+// socket closes.
+func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort, done chan struct{}) {
+	defer close(done)
+	buf := make([]byte, maxDatagramSize)
+	udp, _ := pc.(*net.UDPConn)
+	want := key(ap)
+	for {
+		var n int
+		var from netip.AddrPort
+		var err error
+		if udp != nil {
+			n, from, err = udp.ReadFromUDPAddrPort(buf)
+		} else {
+			var addr net.Addr
+			n, addr, err = pc.ReadFrom(buf)
+			if err == nil {
+				from = addrPortOf(addr)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-c.closed:
+				return
+			default:
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if n == 0 || key(from) != want || buf[0]&wire.FlagValid == 0 {
+			continue
+		}
+		c.handle(buf[:n], time.Now())
+	}
+}
+
+// refusal maps an offline refusal to an error.
+func refusal(id byte) error {
+	switch id {
+	case wire.IDNoFreeIncomingConnections:
+		return fmt.Errorf("%w: server full", ErrConnectionRefused)
+	case wire.IDAlreadyConnected:
+		return fmt.Errorf("%w: already connected", ErrConnectionRefused)
+	case wire.IDConnectionBanned:
+		return fmt.Errorf("%w: banned", ErrConnectionRefused)
+	default:
+		return fmt.Errorf("%w: connected too recently", ErrConnectionRefused)
+	}
+}
