@@ -179,9 +179,10 @@ func (f *Frame) Append(b []byte) []byte {
 
 // Decode decodes one frame from the start of b and returns the bytes
 // consumed. Fields a reliability does not carry are zeroed. Reliabilities
-// 5-7 on the wire are read as 0, 2 and 3. A zero-length payload, an order
-// channel of 32 or more, a split count of 0 and a split index outside the
-// count are errors.
+// 5-7 on the wire are read as 0, 2 and 3. A zero-length payload, a bit
+// length that rounds up past MaxFramePayload bytes, an order channel of 32
+// or more, a split count of 0 and a split index outside the count are
+// errors.
 func (f *Frame) Decode(b []byte) (int, error) {
 	r := reader{b: b}
 	flags := r.u8()
@@ -214,6 +215,10 @@ func (f *Frame) Decode(b []byte) (int, error) {
 	switch {
 	case n == 0:
 		return 0, decodeErr("frame", fmt.Errorf("%w: empty payload", ErrInvalid))
+	case n > MaxFramePayload:
+		// 65529-65535 bits round up to 8192 bytes, which no bit length
+		// describes exactly: no peer writes that, and Append could not.
+		return 0, decodeErr("frame", fmt.Errorf("%w: bit length %d", ErrInvalid, bits))
 	case f.OrderChannel >= NumOrderChannels:
 		return 0, decodeErr("frame", fmt.Errorf("%w: order channel %d", ErrInvalid, f.OrderChannel))
 	case f.Split && (f.SplitCount == 0 || f.SplitIndex >= f.SplitCount):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -213,6 +214,10 @@ func TestFrameInvalid(t *testing.T) {
 		{"channel 32", "60 | 00 08 |" + frameRel + "| 09 08 07 | 20 | fe"},
 		{"channel 255 sequenced", "20 | 00 08 |" + frameSeq + "| 09 08 07 | ff | fe"},
 		{"channel 32 reliable sequenced", "80 | 00 08 |" + frameRel + "|" + frameSeq + "| 09 08 07 | 20 | fe"},
+		// 65529-65535 bits round up to 8192 bytes, one more than
+		// Append can describe, so a decoded frame could not be re-sent.
+		{"bit length 0xffff", "00 | ff ff |" + strings.Repeat("00 ", MaxFramePayload+1)},
+		{"bit length 0xfff9", "00 | ff f9 |" + strings.Repeat("00 ", MaxFramePayload+1)},
 		{"split count 0", "10 | 00 08 | 00 00 00 00 | 00 01 | 00 00 00 00 | fe"},
 		{"split index equals count", "10 | 00 08 | 00 00 00 03 | 00 01 | 00 00 00 03 | fe"},
 		{"split index above count", "10 | 00 08 | 00 00 00 03 | 00 01 | ff ff ff ff | fe"},
