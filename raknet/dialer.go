@@ -66,10 +66,12 @@ func Ping(address string) ([]byte, error) {
 	return d.PingContext(ctx, address)
 }
 
+// randomGUID returns a random negative client GUID: vanilla clients send
+// negative ones and some servers (go-raknet) refuse the others.
 func randomGUID() int64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+	return int64(binary.BigEndian.Uint64(b[:]) | 1<<63)
 }
 
 // open resolves address and opens a socket for it.
