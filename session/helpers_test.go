@@ -277,6 +277,6 @@ func steveLogin(t testing.TB) []byte {
 			"identity": "0b8ea5e2-7c8e-4a41-a3c5-9a6f7ad8d3b1", "titleId": "896928775",
 		}}),
 	}
-	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 4096)})
+	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 64)})
 	return loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)
 }

@@ -198,16 +198,25 @@ func (s *Session) flushLoop(ctx context.Context) {
 
 // callOpen calls HandleOpen, turning a panic into an error.
 func (s *Session) callOpen() (err error) {
-	defer s.recoverHandler("handle open", &err)
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.panicked("handle open", r)
+		}
+	}()
 	if err := s.handler.HandleOpen(s); err != nil {
 		return fmt.Errorf("handle open: %w", err)
 	}
 	return nil
 }
 
-// callPacket calls HandlePacket, turning a panic into an error.
+// callPacket calls HandlePacket, turning a panic into an error. It is on the
+// per-packet path, so it formats nothing unless something went wrong.
 func (s *Session) callPacket(p Packet) (err error) {
-	defer s.recoverHandler(fmt.Sprintf("handle packet %#x", p.ID), &err)
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.panicked(fmt.Sprintf("handle packet %#x", p.ID), r)
+		}
+	}()
 	if err := s.handler.HandlePacket(s, p); err != nil {
 		return fmt.Errorf("handle packet %#x: %w", p.ID, err)
 	}
@@ -217,26 +226,20 @@ func (s *Session) callPacket(p Packet) (err error) {
 // callClose calls HandleClose, logging and swallowing a panic: the session
 // is over either way.
 func (s *Session) callClose(cause error) {
-	var err error
 	defer func() {
-		if err != nil {
-			s.Log().Debug().Err(err).Msg("handle close")
+		if r := recover(); r != nil {
+			s.panicked("handle close", r)
 		}
 	}()
-	defer s.recoverHandler("handle close", &err)
 	s.handler.HandleClose(s, cause)
 }
 
-// recoverHandler, deferred around a handler call, turns a panic into an
-// ErrHandlerPanic error in *err and logs the stack, so a buggy handler ends
-// its own session and nothing else.
-func (s *Session) recoverHandler(op string, err *error) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	*err = fmt.Errorf("%s: %w: %v", op, ErrHandlerPanic, r)
+// panicked logs a recovered handler panic with its stack and returns it as
+// an ErrHandlerPanic error, so a buggy handler ends its own session and
+// nothing else.
+func (s *Session) panicked(op string, r any) error {
 	s.Log().Warn().Str("stack", string(debug.Stack())).Msgf("%s: handler panicked: %v", op, r)
+	return fmt.Errorf("%s: %w: %v", op, ErrHandlerPanic, r)
 }
 
 // WritePacket buffers a packet with the given id (0 to 0x3ff) and payload for
@@ -354,8 +357,9 @@ func (s *Session) DisconnectWith(reason DisconnectReason, message string) error 
 }
 
 // Close flushes what is buffered and closes the Conn gracefully, ending Run,
-// which then returns nil. It returns the error of flushing or closing the
-// first time and nil after.
+// which then returns nil. It waits for a Conn.Write in progress, so it is as
+// prompt as the transport's writes. It returns the error of flushing or
+// closing the first time and nil after.
 func (s *Session) Close() error {
 	first, err := s.closeWith(nil, nil)
 	if !first {

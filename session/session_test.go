@@ -520,3 +520,39 @@ func TestSessionIdentityAndAddr(t *testing.T) {
 		t.Errorf("Log: got nil, want a logger")
 	}
 }
+
+// TestSessionFlushSplitsBySize checks buffered data past maxPendingSize is
+// sent early rather than growing one batch without bound.
+func TestSessionFlushSplitsBySize(t *testing.T) {
+	c := newFakeConn()
+	s := New(c, Config{})
+	defer s.Close()
+	big := make([]byte, maxPendingSize*3/4)
+	s.WritePacket(1, big)
+	s.WritePacket(2, big)
+	if got := clientDecode(t, c.next(t), false); len(got) != 1 || got[0].ID != 1 {
+		t.Errorf("early batch: got %d packets, want packet 1 alone", len(got))
+	}
+	s.Flush()
+	if got := clientDecode(t, c.next(t), false); len(got) != 1 || got[0].ID != 2 {
+		t.Errorf("flushed batch: got %d packets, want packet 2 alone", len(got))
+	}
+}
+
+// BenchmarkSessionDispatch measures the steady-state cost of one incoming
+// compressed batch, from ReadPacket to the handler.
+func BenchmarkSessionDispatch(b *testing.B) {
+	c := newFakeConn()
+	c.in = make(chan []byte) // hand each batch over synchronously
+	s := New(c, Config{Handler: NopHandler{}})
+	s.EnableCompression(1)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	batch := clientBatch(b, deflated, benchPackets()...)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.in <- batch
+	}
+	s.Close()
+	<-done
+}
