@@ -14,10 +14,6 @@ import (
 const (
 	// batchHeader opens every batch.
 	batchHeader byte = 0xfe
-	// DefaultMaxDecompressedSize is the largest decompressed batch a session
-	// accepts unless Config says otherwise: 16 MiB, as gophertunnel allows,
-	// since logins with large skins run to several MiB.
-	DefaultMaxDecompressedSize = 16 << 20
 	// maxPacketsPerBatch is gophertunnel's server-side cap on packets per
 	// batch.
 	maxPacketsPerBatch = 812
@@ -29,6 +25,11 @@ const (
 	// a bigger one is dropped after use so an idle session holds little.
 	maxRetainedBuffer = 1 << 20
 )
+
+// DefaultMaxDecompressedSize is the largest decompressed batch a session
+// accepts unless Config says otherwise: 16 MiB, as gophertunnel allows, since
+// logins with large skins run to several MiB.
+const DefaultMaxDecompressedSize = 16 << 20
 
 // batchDecoder splits incoming batches into packets. It is owned by one
 // goroutine. The packets it returns alias the input batch or its scratch
