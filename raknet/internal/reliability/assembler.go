@@ -14,7 +14,7 @@ type assembly struct {
 	received uint32
 	parts    [][]byte
 	bytes    int
-	started  time.Time
+	started  time.Time  // when the latest new fragment arrived
 	header   wire.Frame // ordering fields shared by every fragment
 }
 
@@ -78,6 +78,12 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 	a.bytes += len(f.Payload)
 	m.received++
 	if m.received < m.count {
+		// The timeout runs from the latest progress, not the first
+		// fragment: reliable fragments are acknowledged as they arrive,
+		// so expiring a message that is still arriving (a large one on a
+		// slow or lossy link) would lose it for good.
+		m.started = now
+		a.updateExpiry()
 		return nil, nil
 	}
 	size := 0
@@ -125,8 +131,8 @@ func (a *assembler) updateExpiry() {
 	}
 }
 
-// expire drops partial messages older than the timeout and returns how
-// many it dropped.
+// expire drops partial messages that received no new fragment for the
+// timeout and returns how many it dropped.
 func (a *assembler) expire(now time.Time) int {
 	if a.oldestNext.IsZero() || now.Before(a.oldestNext) {
 		return 0

@@ -61,6 +61,18 @@ type simLink struct {
 	seq    int
 	buf    []byte
 	errs   int
+
+	// onDeliver, if set, receives every delivered message instead of recv
+	// (the slice is only valid during the call).
+	onDeliver func(side int, msg []byte)
+	// receipts collects Config.Receipt calls per side.
+	receipts [2][]receiptEvent
+}
+
+// receiptEvent is one Config.Receipt call.
+type receiptEvent struct {
+	id    uint32
+	acked bool
 }
 
 func seedFromEnv(t testing.TB) uint64 {
@@ -83,7 +95,18 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 	for i := range 2 {
 		c := cfg
 		c.MaxDatagram = s.p.maxDatagram
-		c.Deliver = func(msg []byte) { s.recv[i] = append(s.recv[i], append([]byte(nil), msg...)) }
+		c.Deliver = func(msg []byte) {
+			if s.onDeliver != nil {
+				s.onDeliver(i, msg)
+				return
+			}
+			s.recv[i] = append(s.recv[i], append([]byte(nil), msg...))
+		}
+		if c.Receipt == nil {
+			c.Receipt = func(id uint32, acked bool) {
+				s.receipts[i] = append(s.receipts[i], receiptEvent{id, acked})
+			}
+		}
 		s.layers[i] = New(c, s.now)
 	}
 	return s
@@ -160,13 +183,13 @@ func (s *simLink) run(limit time.Duration, cond func() bool) {
 }
 
 // send queues p on side dir, stepping the link while the send buffer is
-// full (backpressure).
-func (s *simLink) send(dir int, p []byte, r wire.Reliability, ch uint8) {
+// full (backpressure). It returns the receipt id.
+func (s *simLink) send(dir int, p []byte, r wire.Reliability, ch uint8) uint32 {
 	s.t.Helper()
 	for range 1_000_000 {
-		_, err := s.layers[dir].Send(s.now, p, r, ch)
+		id, err := s.layers[dir].Send(s.now, p, r, ch)
 		if err == nil {
-			return
+			return id
 		}
 		if !errors.Is(err, ErrSendBufferFull) {
 			s.t.Fatalf("send: %v", err)
@@ -176,6 +199,7 @@ func (s *simLink) send(dir int, p []byte, r wire.Reliability, ch uint8) {
 		}
 	}
 	s.t.Fatalf("send buffer stayed full")
+	return 0
 }
 
 // msg builds message i of size n on the given stream: a header with the
@@ -239,5 +263,208 @@ func TestSimulatedLinkReliableOrdered(t *testing.T) {
 			}
 			t.Logf("a: %+v", s.layers[0].Stats())
 		})
+	}
+}
+
+// mixKind is one stream of TestSimulatedLinkMixed: a reliability on a
+// channel with a cycle of message sizes.
+type mixKind struct {
+	r     wire.Reliability
+	ch    uint8
+	sizes []int
+}
+
+// mixKinds are the streams each side sends, round robin. Sizes above
+// about 1360 bytes are split; an UnreliableSequenced message that is split
+// travels as ReliableSequenced.
+var mixKinds = []mixKind{
+	{wire.ReliableOrdered, 0, []int{20, 100, 1000, 3000}},
+	{wire.ReliableOrdered, 1, []int{200, 5000}},
+	{wire.Reliable, 9, []int{30, 500, 2500}},
+	{wire.ReliableSequenced, 0, []int{40, 800, 2000}},
+	{wire.UnreliableSequenced, 4, []int{50, 600, 1300, 2000}},
+	{wire.Unreliable, 0, []int{60, 1200}},
+	{wire.ReliableWithAckReceipt, 0, []int{70, 3000}},
+	{wire.ReliableOrderedWithAckReceipt, 5, []int{90, 1500}},
+	{wire.UnreliableWithAckReceipt, 0, []int{80, 900}},
+	{wire.ReliableOrdered, 2, []int{10}},
+}
+
+// bigKind carries the split messages of up to 4 MiB.
+var bigKind = mixKind{wire.ReliableOrdered, 6, []int{1 << 20, 4 << 20}}
+
+// mixSide is what one side sent and what the other side received of it.
+type mixSide struct {
+	kind      []mixKind // by message id
+	delivered []int     // deliveries by message id
+	lastOrd   [wire.NumOrderChannels]int
+	lastSeq   [wire.NumOrderChannels]int
+	receipt   map[uint32]mixKind // receipt id to the kind sent with it
+	reliable  int                // messages that must be delivered
+	got       int                // of those, delivered at least once
+}
+
+func TestSimulatedLinkMixed(t *testing.T) {
+	cases := []struct {
+		name string
+		n    int
+		p    linkParams
+	}{
+		{"0%", 1500, linkParams{dup: 0.02, delay: 10 * time.Millisecond, jitter: 8 * time.Millisecond}},
+		{"1%", 1500, linkParams{loss: 0.01, dup: 0.02, delay: 10 * time.Millisecond, jitter: 8 * time.Millisecond}},
+		{"10%", 1000, linkParams{loss: 0.10, dup: 0.05, delay: 20 * time.Millisecond, jitter: 15 * time.Millisecond}},
+		{"30%", 600, linkParams{loss: 0.30, dup: 0.10, delay: 20 * time.Millisecond, jitter: 20 * time.Millisecond}},
+	}
+	const start = uint32(wire.MaxUint24) - 20
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSimLink(t, seedFromEnv(t), tc.p, Config{InitialSend: start, InitialRecv: start})
+			var sides [2]*mixSide
+			for i := range sides {
+				sides[i] = &mixSide{receipt: map[uint32]mixKind{}}
+				for c := range sides[i].lastOrd {
+					sides[i].lastOrd[c], sides[i].lastSeq[c] = -1, -1
+				}
+			}
+			// Side i's deliveries were sent by side 1-i.
+			s.onDeliver = func(side int, b []byte) {
+				m := sides[1-side]
+				id := checkMsg(t, b)
+				if id >= len(m.kind) {
+					t.Fatalf("side %d: delivered message %d was never sent", side, id)
+				}
+				k := m.kind[id]
+				if m.delivered[id]++; m.delivered[id] > 1 {
+					t.Fatalf("side %d: %v message %d delivered %d times", side, k.r, id, m.delivered[id])
+				}
+				if mustArrive(k.r) {
+					m.got++
+				}
+				switch {
+				case k.r.Sequenced():
+					if id <= m.lastSeq[k.ch] {
+						t.Fatalf("side %d: %v channel %d went back: message %d after %d", side, k.r, k.ch, id, m.lastSeq[k.ch])
+					}
+					m.lastSeq[k.ch] = id
+				case k.r.Ordered():
+					if id <= m.lastOrd[k.ch] {
+						t.Fatalf("side %d: %v channel %d: message %d after %d", side, k.r, k.ch, id, m.lastOrd[k.ch])
+					}
+					m.lastOrd[k.ch] = id
+				}
+			}
+			send := func(dir int, k mixKind, size int) {
+				m := sides[dir]
+				id := len(m.kind)
+				m.kind = append(m.kind, k)
+				m.delivered = append(m.delivered, 0)
+				if mustArrive(k.r) {
+					m.reliable++
+				}
+				rid := s.send(dir, msg(id, size), k.r, k.ch)
+				if k.r.AckReceipt() {
+					if rid == 0 || m.receipt[rid].r != 0 {
+						t.Fatalf("side %d: receipt id %d is zero or reused", dir, rid)
+					}
+					m.receipt[rid] = k
+				}
+			}
+			for i := range tc.n {
+				k := mixKinds[i%len(mixKinds)]
+				for dir := range 2 {
+					send(dir, k, k.sizes[(i/len(mixKinds))%len(k.sizes)])
+					if i == tc.n/4 || i == 3*tc.n/4 {
+						send(dir, bigKind, bigKind.sizes[i*2/tc.n])
+					}
+				}
+				if i%20 == 0 {
+					s.step()
+				}
+			}
+			done := func() bool {
+				for dir, m := range sides {
+					if m.got < m.reliable || len(s.receipts[dir]) < len(m.receipt) {
+						return false
+					}
+				}
+				return true
+			}
+			s.run(time.Hour, done)
+			// Let late duplicates, ACKs and receipts settle.
+			s.run(time.Hour, func() bool {
+				return len(s.wire) == 0 && s.layers[0].Idle() && s.layers[1].Idle() && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
+			})
+			for dir, m := range sides {
+				checkMixSide(t, dir, m, s.receipts[dir], tc.p.loss == 0)
+				checkWrapped(t, s.layers[dir], s.layers[1-dir])
+				if st := s.layers[dir].Stats(); st.Errors != 0 {
+					t.Errorf("side %d Stats.Errors: got %v, want 0", dir, st.Errors)
+				}
+			}
+			t.Logf("a: %+v", s.layers[0].Stats())
+		})
+	}
+}
+
+// mustArrive reports whether every message of r must be delivered: the
+// reliable kinds that do not skip stale messages.
+func mustArrive(r wire.Reliability) bool { return r.Reliable() && !r.Sequenced() }
+
+// checkMixSide checks what side dir sent: reliable messages delivered
+// exactly once (the delivery callback already refused a second delivery),
+// unreliable ones delivered when nothing was lost, one receipt per
+// receipted message.
+func checkMixSide(t *testing.T, dir int, m *mixSide, receipts []receiptEvent, lossless bool) {
+	t.Helper()
+	for id, k := range m.kind {
+		switch {
+		case mustArrive(k.r) && m.delivered[id] != 1:
+			t.Errorf("side %d: %v message %d delivered: got %v times, want 1", dir, k.r, id, m.delivered[id])
+		case lossless && (k.r == wire.Unreliable || k.r == wire.UnreliableWithAckReceipt) && m.delivered[id] != 1:
+			t.Errorf("side %d: lossless %v message %d delivered: got %v times, want 1", dir, k.r, id, m.delivered[id])
+		}
+	}
+	seen := map[uint32]int{}
+	for _, r := range receipts {
+		k, ok := m.receipt[r.id]
+		if !ok {
+			t.Errorf("side %d: receipt for unknown id %d", dir, r.id)
+			continue
+		}
+		seen[r.id]++
+		if k.r.Reliable() && !r.acked {
+			t.Errorf("side %d: %v receipt %d: got acked=%v, want true", dir, k.r, r.id, r.acked)
+		}
+	}
+	for id, k := range m.receipt {
+		if seen[id] != 1 {
+			t.Errorf("side %d: %v receipt %d: got %v calls, want 1", dir, k.r, id, seen[id])
+		}
+	}
+}
+
+// checkWrapped checks that every u24 counter the traffic from a to b used
+// passed 2^24: datagram numbers, reliable indexes, order and sequence
+// indexes, on the sending and the receiving side.
+func checkWrapped(t *testing.T, a, b *Layer) {
+	t.Helper()
+	wrapLimit := uint64(absBase) + 1<<24
+	counters := []struct {
+		name string
+		v    uint64
+	}{
+		{"send datagram number", a.sendNext},
+		{"send reliable index", a.relNext},
+		{"send order index ch0", a.orderNext[0]},
+		{"send sequence index ch4", a.seqNext[4]},
+		{"recv datagram number", b.dgramHigh},
+		{"recv reliable index", b.relWin.base},
+		{"recv order index ch0", b.order.ch[0].expected},
+		{"recv order index ch1", b.order.ch[1].expected},
+	}
+	for _, c := range counters {
+		if c.v < wrapLimit {
+			t.Errorf("%s did not wrap: got %v, want >= %v", c.name, c.v-absBase, wrapLimit-absBase)
+		}
 	}
 }
