@@ -1,0 +1,229 @@
+package reliability
+
+import (
+	"testing"
+	"time"
+)
+
+// t0 is the fixed start time of the state-machine tests.
+var t0 = time.Unix(1_700_000_000, 0)
+
+// ccEvent is one input to a congestion controller in TestCongestion.
+type ccEvent struct {
+	op     string // "sent", "acked", "lost" or "timeout"
+	size   int
+	sentAt time.Duration // offset from t0 of the datagram's send time
+	now    time.Duration // offset from t0 of the event
+}
+
+func TestCongestion(t *testing.T) {
+	const mtu = 1000
+	ms := time.Millisecond
+	acks := func(n int, sentAt time.Duration) []ccEvent {
+		var ev []ccEvent
+		for range n {
+			ev = append(ev, ccEvent{op: "sent", size: mtu}, ccEvent{op: "acked", size: mtu, sentAt: sentAt})
+		}
+		return ev
+	}
+	cases := []struct {
+		name       string
+		ssthresh   int // initial ssthresh if non-zero
+		cwnd       int // initial cwnd if non-zero
+		events     []ccEvent
+		wantCwnd   int
+		wantThresh int
+		wantFlight int
+		recovering bool
+	}{
+		{name: "initial", wantCwnd: initialWindow * mtu, wantThresh: MaxInFlight * mtu},
+		{name: "in flight", events: []ccEvent{{op: "sent", size: mtu}, {op: "sent", size: 500}}, wantCwnd: 32000, wantThresh: 1024000, wantFlight: 1500},
+		// Slow start: every acked byte adds a byte, doubling per RTT.
+		{name: "slow start", events: acks(32, 0), wantCwnd: 64000, wantThresh: 1024000},
+		{name: "slow start capped", events: acks(2000, 0), wantCwnd: 1024000, wantThresh: 1024000},
+		// Avoidance: mtu·size/cwnd per ACK, about one datagram per window.
+		{name: "avoidance one ack", ssthresh: 32000, events: acks(1, 0), wantCwnd: 32031, wantThresh: 32000},
+		// 9 ACKs add 31 (cwnd below 32259), 23 add 30: about one datagram.
+		{name: "avoidance one window", ssthresh: 32000, events: acks(32, 0), wantCwnd: 32000 + 9*31 + 23*30, wantThresh: 32000},
+		{name: "avoidance small datagram", ssthresh: 32000, events: []ccEvent{{op: "sent", size: 10}, {op: "acked", size: 10}}, wantCwnd: 32001, wantThresh: 32000},
+		// Loss: ×0.7 and ssthresh follows.
+		{name: "loss", events: []ccEvent{{op: "sent", size: mtu}, {op: "lost", size: mtu, now: 10 * ms}}, wantCwnd: 22400, wantThresh: 22400, recovering: true},
+		{name: "loss once per recovery", events: []ccEvent{
+			{op: "sent", size: mtu}, {op: "sent", size: mtu}, {op: "sent", size: mtu},
+			{op: "lost", size: mtu, sentAt: 0, now: 10 * ms},
+			{op: "lost", size: mtu, sentAt: 5 * ms, now: 20 * ms},  // sent before the reduction: same event
+			{op: "lost", size: mtu, sentAt: 10 * ms, now: 30 * ms}, // sent at the reduction: same event
+		}, wantCwnd: 22400, wantThresh: 22400, recovering: true},
+		{name: "loss after recovery", events: []ccEvent{
+			{op: "sent", size: mtu}, {op: "sent", size: mtu},
+			{op: "lost", size: mtu, sentAt: 0, now: 10 * ms},
+			{op: "lost", size: mtu, sentAt: 15 * ms, now: 30 * ms},
+		}, wantCwnd: 15680, wantThresh: 15680, recovering: true},
+		{name: "no growth in recovery", events: []ccEvent{
+			{op: "sent", size: mtu}, {op: "sent", size: mtu},
+			{op: "lost", size: mtu, sentAt: 0, now: 10 * ms},
+			{op: "acked", size: mtu, sentAt: 5 * ms},
+		}, wantCwnd: 22400, wantThresh: 22400, recovering: true},
+		{name: "recovery ends", events: []ccEvent{
+			{op: "sent", size: mtu}, {op: "sent", size: mtu},
+			{op: "lost", size: mtu, sentAt: 0, now: 10 * ms},
+			{op: "acked", size: mtu, sentAt: 11 * ms},
+		}, wantCwnd: 22400 + 1000*1000/22400, wantThresh: 22400},
+		{name: "loss floor", cwnd: 9000, events: []ccEvent{{op: "sent", size: mtu}, {op: "lost", size: mtu, now: ms}}, wantCwnd: minWindow * mtu, wantThresh: minWindow * mtu, recovering: true},
+		// Timeout: halved, at least the minimum.
+		{name: "timeout", events: []ccEvent{{op: "timeout", now: ms}}, wantCwnd: 16000, wantThresh: 16000, recovering: true},
+		{name: "timeouts floor", events: []ccEvent{{op: "timeout", now: ms}, {op: "timeout", now: 2 * ms}, {op: "timeout", now: 3 * ms}}, wantCwnd: minWindow * mtu, wantThresh: minWindow * mtu, recovering: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCongestion(mtu, MaxInFlight)
+			if tc.ssthresh != 0 {
+				c.ssthresh = tc.ssthresh
+			}
+			if tc.cwnd != 0 {
+				c.cwnd = tc.cwnd
+			}
+			for _, e := range tc.events {
+				switch e.op {
+				case "sent":
+					c.onSent(e.size)
+				case "acked":
+					c.onAcked(e.size, t0.Add(e.sentAt))
+				case "lost":
+					c.onLost(e.size, t0.Add(e.sentAt), t0.Add(e.now))
+				case "timeout":
+					c.onTimeout(t0.Add(e.now))
+				}
+			}
+			if c.cwnd != tc.wantCwnd {
+				t.Errorf("cwnd: got %v, want %v", c.cwnd, tc.wantCwnd)
+			}
+			if c.ssthresh != tc.wantThresh {
+				t.Errorf("ssthresh: got %v, want %v", c.ssthresh, tc.wantThresh)
+			}
+			if c.inFlight != tc.wantFlight {
+				t.Errorf("inFlight: got %v, want %v", c.inFlight, tc.wantFlight)
+			}
+			if c.recovering != tc.recovering {
+				t.Errorf("recovering: got %v, want %v", c.recovering, tc.recovering)
+			}
+		})
+	}
+}
+
+func TestCongestionCanSend(t *testing.T) {
+	cases := []struct {
+		name     string
+		cwnd     int
+		inFlight int
+		size     int
+		want     bool
+	}{
+		{"empty window always sends", 1000, 0, 5000, true},
+		{"fits", 10000, 9000, 1000, true},
+		{"does not fit", 10000, 9001, 1000, false},
+		{"full", 10000, 10000, 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := congestion{cwnd: tc.cwnd, inFlight: tc.inFlight}
+			if got := c.canSend(tc.size); got != tc.want {
+				t.Errorf("canSend(%d): got %v, want %v", tc.size, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPacerBurstThenSpacing(t *testing.T) {
+	const size = 1000
+	const rate = 125_000.0 // bytes per second: one datagram per 8 ms
+	p := newPacer(size, t0)
+	for i := range pacingBurst {
+		p.refill(t0, rate)
+		if !p.canSend(size) {
+			t.Fatalf("burst datagram %d: got canSend false, want true", i)
+		}
+		p.onSent(size)
+	}
+	p.refill(t0, rate)
+	if p.canSend(size) {
+		t.Fatalf("datagram after the burst: got canSend true, want false")
+	}
+	if got, want := p.next(size, rate), t0.Add(8*time.Millisecond); !got.Equal(want) {
+		t.Errorf("next after the burst: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	// Half way the budget is half a datagram and next stays put.
+	p.refill(t0.Add(4*time.Millisecond), rate)
+	if p.canSend(size) {
+		t.Errorf("after 4 ms: got canSend true, want false")
+	}
+	if got, want := p.budget, 500; got != want {
+		t.Errorf("budget after 4 ms: got %v, want %v", got, want)
+	}
+	if got, want := p.next(size, rate), t0.Add(8*time.Millisecond); !got.Equal(want) {
+		t.Errorf("next after 4 ms: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	p.refill(t0.Add(8*time.Millisecond), rate)
+	if !p.canSend(size) {
+		t.Fatalf("after 8 ms: got canSend false, want true")
+	}
+	if got, want := p.next(size, rate), t0.Add(8*time.Millisecond); !got.Equal(want) {
+		t.Errorf("next with budget: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	p.onSent(size)
+	// Datagrams are then spaced one per 8 ms.
+	for i := 2; i <= 5; i++ {
+		at := t0.Add(time.Duration(i) * 8 * time.Millisecond)
+		if got := p.next(size, rate); !got.Equal(at) {
+			t.Fatalf("spacing %d: got next %v, want %v", i, got.Sub(t0), at.Sub(t0))
+		}
+		p.refill(at, rate)
+		if !p.canSend(size) {
+			t.Fatalf("spacing %d: got canSend false, want true", i)
+		}
+		p.onSent(size)
+	}
+	// A long idle period refills only one burst.
+	p.refill(t0.Add(time.Hour), rate)
+	if got, want := p.budget, pacingBurst*size; got != want {
+		t.Errorf("budget after idling: got %v, want %v", got, want)
+	}
+}
+
+func TestPacerNext(t *testing.T) {
+	cases := []struct {
+		name   string
+		budget int
+		rate   float64
+		want   time.Duration
+	}{
+		{"enough budget", 1000, 1000, 0},
+		{"deficit", 0, 100_000, 10 * time.Millisecond},
+		{"tiny deficit waits the minimum", 999, 1_000_000, minPacingDelay},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pacer{budget: tc.budget, last: t0, maxBurst: 16000}
+			if got := p.next(1000, tc.rate); !got.Equal(t0.Add(tc.want)) {
+				t.Errorf("next: got %v, want %v", got.Sub(t0), tc.want)
+			}
+		})
+	}
+}
+
+func TestPacingRate(t *testing.T) {
+	cases := []struct {
+		cwnd int
+		srtt time.Duration
+		want float64
+	}{
+		{32000, 100 * time.Millisecond, 400_000},
+		{8000, 10 * time.Millisecond, 1_000_000},
+		{8000, 0, 10_000_000}, // no sample yet: 1 ms
+	}
+	for _, tc := range cases {
+		if got := pacingRate(tc.cwnd, tc.srtt); got != tc.want {
+			t.Errorf("pacingRate(%d, %v): got %v, want %v", tc.cwnd, tc.srtt, got, tc.want)
+		}
+	}
+}
