@@ -36,34 +36,45 @@ func (r Reliability) String() string { return wire.Reliability(r).String() }
 
 // Connection defaults.
 const (
-	DefaultTimeout      = 10 * time.Second
+	// DefaultTimeout is how long a silent peer lives.
+	DefaultTimeout = 10 * time.Second
+	// DefaultPingInterval is how often a connection sends a connected
+	// ping.
 	DefaultPingInterval = 2500 * time.Millisecond
+	// DefaultCloseTimeout bounds how long Close waits for the peer to
+	// acknowledge what was written.
 	DefaultCloseTimeout = 3 * time.Second
-	// maxReadQueue bounds the packets and bytes received but not yet read.
+	// maxReadQueue and maxReadQueueBytes bound the messages received but
+	// not yet read. When either is reached, data datagrams are refused
+	// unacknowledged until the reader catches up, so the peer's sender
+	// backs off instead of the queue growing.
 	maxReadQueue      = 16384
 	maxReadQueueBytes = 64 << 20
 	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes the MTU
 	// includes.
 	ipv4Overhead = 28
 	ipv6Overhead = 48
+	// maxPingRTT bounds a plausible connected ping round trip.
+	maxPingRTT = time.Minute
 )
 
 // Stats are a connection's counters and estimates.
 type Stats struct {
 	RTT, RTTVar       time.Duration // smoothed round-trip time and variance
-	DatagramsSent     uint64
+	DatagramsSent     uint64        // every datagram, ACKs and NACKs included
 	DatagramsReceived uint64
 	BytesSent         uint64 // UDP payload bytes
 	BytesReceived     uint64
 	MessagesSent      uint64
 	MessagesReceived  uint64
 	Resends           uint64  // frames sent again
-	DatagramsLost     uint64  // datagrams NACKed or timed out
-	Loss              float64 // DatagramsLost / DatagramsSent
+	DatagramsLost     uint64  // data datagrams NACKed or timed out
+	Loss              float64 // DatagramsLost / data datagrams sent
 	Window            int     // congestion window in bytes
 	InFlight          int     // bytes in flight
 	Buffered          int     // bytes written but not yet acknowledged
-	Dropped           uint64  // malformed or refused datagrams
+	Dropped           uint64  // malformed datagrams and control messages
+	Deferred          uint64  // data datagrams refused while the read queue was full
 }
 
 type connState uint8
@@ -79,6 +90,12 @@ const (
 type connConfig struct {
 	timeout, pingInterval, closeTimeout time.Duration
 	log                                 zerolog.Logger
+	// dropped, if set, also counts what the connection drops: the
+	// listener's total.
+	dropped *atomic.Uint64
+	// readQueue, readQueueBytes and sendBuffer override maxReadQueue,
+	// maxReadQueueBytes and the layer's send buffer when positive (tests).
+	readQueue, readQueueBytes, sendBuffer int
 }
 
 // Conn is a RakNet connection. It implements net.Conn: Read and ReadPacket
@@ -88,7 +105,7 @@ type connConfig struct {
 // A Conn has no goroutine of its own: datagrams are handled by the socket
 // reader that owns the socket, writes by the writer's goroutine, and timers
 // (ACK flush, resend, pacing, keepalive, timeout) by one time.Timer armed
-// for the earliest deadline.
+// for the earliest deadline, so an idle connection wakes only to ping.
 type Conn struct {
 	mu    sync.Mutex
 	layer *reliability.Layer
@@ -103,18 +120,21 @@ type Conn struct {
 	local net.Addr
 	mtu   int
 	guid  int64 // the peer's GUID
-	self  int64 // our GUID
 	dial  bool
 
-	readQ      [][]byte
-	readBytes  int
-	readNotify chan struct{}
-	// writeNotify is signalled when acknowledged data frees send buffer.
-	writeNotify chan struct{}
-	closed      chan struct{}
+	readQ     [][]byte
+	readBytes int
+	maxReadQ  int
+	maxReadB  int
+	// readWait and writeWait are closed (and cleared) to wake every
+	// blocked reader or writer; they exist only while someone waits.
+	readWait, writeWait chan struct{}
+	closed              chan struct{}
+	// released is closed once the connection is gone for good: removed
+	// from its listener, or its socket closed and its read loop ended.
+	released    chan struct{}
 	closeErr    error
 	established chan struct{}
-	estOnce     sync.Once
 
 	readDeadline, writeDeadline atomic.Pointer[time.Time]
 
@@ -124,22 +144,32 @@ type Conn struct {
 	lastRecv time.Time
 	lastPing time.Time
 	closeBy  time.Time
-	latency  atomic.Int64
-	dropped  uint64
-	buf      []byte
-	remove   bool
-	errLog   int
+	// pingSent and pingStamp identify the latest connected ping, so its
+	// pong gives an exact round trip.
+	pingSent  time.Time
+	pingStamp int64
+	latency   atomic.Int64
+	wakeups   atomic.Uint64
+	dropped   uint64
+	deferred  uint64
+	buf       []byte
+	remove    bool
+	errLog    int
 
 	// onEstablished runs with c.mu held once the handshake completes (it
 	// must not block); onClose runs without c.mu once the connection is
 	// closed.
 	onEstablished func(*Conn)
 	onClose       func(*Conn)
-	// reply2 is the OpenConnectionReply2 sent for this connection, resent
-	// when a retried request arrives.
-	reply2 []byte
+	// reply2 is the OpenConnectionReply2 sent for this connection and
+	// accepted the ConnectionRequestAccepted message, both resent as they
+	// are when a retried request arrives.
+	reply2   []byte
+	accepted []byte
 }
 
+// newConn returns a connection in the handshake state. Its timer is not
+// armed until start, so the caller may finish setting it up.
 func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg connConfig, dial bool, now time.Time) *Conn {
 	raddr := netip.AddrPortFrom(wap.Addr().Unmap(), wap.Port())
 	overhead := ipv4Overhead
@@ -155,34 +185,79 @@ func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg 
 		local:       pc.LocalAddr(),
 		mtu:         mtu,
 		dial:        dial,
-		readNotify:  make(chan struct{}, 1),
-		writeNotify: make(chan struct{}, 1),
+		maxReadQ:    maxReadQueue,
+		maxReadB:    maxReadQueueBytes,
 		closed:      make(chan struct{}),
+		released:    make(chan struct{}),
 		established: make(chan struct{}),
 		created:     now,
 		lastRecv:    now,
 		lastPing:    now,
 	}
+	if cfg.readQueue > 0 {
+		c.maxReadQ = cfg.readQueue
+	}
+	if cfg.readQueueBytes > 0 {
+		c.maxReadB = cfg.readQueueBytes
+	}
 	c.udp, _ = pc.(*net.UDPConn)
 	c.layer = reliability.New(reliability.Config{
-		MaxDatagram: mtu - overhead,
-		Deliver:     c.deliver,
+		MaxDatagram:   mtu - overhead,
+		Deliver:       c.deliver,
+		MaxSendBuffer: cfg.sendBuffer,
 	}, now)
-	c.timer = time.AfterFunc(time.Hour, c.onTimer)
-	c.mu.Lock()
-	c.arm(now)
-	c.mu.Unlock()
 	return c
 }
 
-// unlock releases c.mu and runs the close callback if the connection was
-// closed while it was held.
+// start arms the connection's timer. Call it once, before the connection
+// is visible to any other goroutine.
+func (c *Conn) start(now time.Time) {
+	c.mu.Lock()
+	c.timer = time.AfterFunc(time.Hour, c.onTimer)
+	c.arm(now)
+	c.mu.Unlock()
+}
+
+// unlock releases c.mu and, if the connection was closed while it was
+// held, runs the close callback and releases the connection.
 func (c *Conn) unlock() {
 	rm := c.remove
 	c.remove = false
 	c.mu.Unlock()
-	if rm && c.onClose != nil {
+	if !rm {
+		return
+	}
+	if c.onClose != nil {
 		c.onClose(c)
+	}
+	if !c.dial {
+		// A dialed connection is released by its read loop, which ends
+		// once onClose closed the socket.
+		close(c.released)
+	}
+}
+
+// wake closes *ch, waking everyone waiting on it.
+func wake(ch *chan struct{}) {
+	if *ch != nil {
+		close(*ch)
+		*ch = nil
+	}
+}
+
+// waitOn returns the channel *ch, creating it if needed.
+func waitOn(ch *chan struct{}) chan struct{} {
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
+}
+
+// drop counts a malformed datagram or message.
+func (c *Conn) drop() {
+	c.dropped++
+	if c.cfg.dropped != nil {
+		c.cfg.dropped.Add(1)
 	}
 }
 
@@ -247,6 +322,7 @@ func (c *Conn) onTimer() {
 	if c.state == stateClosed {
 		return
 	}
+	c.wakeups.Add(1)
 	now := time.Now()
 	c.timerAt = time.Time{}
 	switch c.state {
@@ -273,6 +349,11 @@ func (c *Conn) onTimer() {
 	c.arm(now)
 }
 
+// readFull reports whether the read queue is at its bound.
+func (c *Conn) readFull() bool {
+	return len(c.readQ) >= c.maxReadQ || c.readBytes >= c.maxReadB
+}
+
 // handle processes one datagram from the peer.
 func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
@@ -281,9 +362,15 @@ func (c *Conn) handle(b []byte, now time.Time) {
 		return
 	}
 	c.lastRecv = now
+	if b[0]&(wire.FlagACK|wire.FlagNACK) == 0 && c.readFull() {
+		// Flow control: nobody reads, so refuse data without
+		// acknowledging it. The peer resends it later, backing off.
+		c.deferred++
+		return
+	}
 	before := c.layer.Buffered()
 	if err := c.layer.HandleDatagram(now, b); err != nil {
-		c.dropped++
+		c.drop()
 		if c.errLog < 3 {
 			c.errLog++
 			c.cfg.log.Debug().Err(err).Msg("drop datagram")
@@ -293,7 +380,7 @@ func (c *Conn) handle(b []byte, now time.Time) {
 		return
 	}
 	if c.layer.Buffered() < before {
-		notify(c.writeNotify)
+		wake(&c.writeWait)
 	}
 	c.flush(now)
 	if c.state == stateClosing && c.layer.Buffered() == 0 {
@@ -303,35 +390,30 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	c.arm(now)
 }
 
-func notify(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // deliver receives every message the layer delivers, in order, with c.mu
 // held. Control messages are answered here; the rest is queued for Read.
 func (c *Conn) deliver(msg []byte) {
-	if c.state == stateClosed {
+	if c.state == stateClosed || len(msg) == 0 {
 		return
 	}
 	now := c.lastRecv
 	switch msg[0] {
 	case wire.IDConnectedPing:
 		var m wire.ConnectedPing
-		if _, err := m.Decode(msg); err == nil {
-			pong := wire.ConnectedPong{PingTime: m.Time, PongTime: c.timestamp(now)}
-			c.sendControl(now, pong.Append(c.scratch()), wire.Unreliable)
+		if _, err := m.Decode(msg); err != nil {
+			c.drop()
+			return
 		}
+		pong := wire.ConnectedPong{PingTime: m.Time, PongTime: c.timestamp(now)}
+		c.sendControl(now, pong.Append(c.scratch()), wire.Unreliable)
 		return
 	case wire.IDConnectedPong:
 		var m wire.ConnectedPong
-		if _, err := m.Decode(msg); err == nil {
-			if rtt := c.timestamp(now) - m.PingTime; rtt >= 0 && rtt < int64(time.Minute/time.Millisecond) {
-				c.latency.Store(int64(time.Duration(rtt) * time.Millisecond))
-			}
+		if _, err := m.Decode(msg); err != nil {
+			c.drop()
+			return
 		}
+		c.onPong(m.PingTime, now)
 		return
 	case wire.IDDetectLostConnections:
 		c.sendPing(now)
@@ -353,29 +435,39 @@ func (c *Conn) deliver(msg []byte) {
 		return
 	case wire.IDNewIncomingConnection:
 		if !c.dial && c.state == stateHandshake {
-			var m wire.NewIncomingConnection
-			if _, err := m.Decode(msg); err != nil {
-				c.dropped++
-				return
-			}
+			// Its addresses are informational: a NIC that names another
+			// address (NAT, port forwarding) or does not parse still
+			// completes the handshake.
 			c.establish()
 		}
 		return
 	}
-	if c.state != stateConnected {
-		c.dropped++
+	if c.state == stateClosing {
 		return
 	}
-	if len(c.readQ) >= maxReadQueue || c.readBytes+len(msg) > maxReadQueueBytes {
-		c.cfg.log.Debug().Msg("receive queue full: closing")
-		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
-		c.flush(now)
-		c.finish(closedBy(ErrQueueFull))
-		return
-	}
+	// Messages that overtake NewIncomingConnection (a client that sends
+	// it on another channel) wait in the queue for the handshake.
 	c.readQ = append(c.readQ, append([]byte(nil), msg...))
 	c.readBytes += len(msg)
-	notify(c.readNotify)
+	wake(&c.readWait)
+}
+
+// onPong takes a round-trip sample from a connected pong.
+func (c *Conn) onPong(stamp int64, now time.Time) {
+	var rtt time.Duration
+	if stamp == c.pingStamp && !c.pingSent.IsZero() {
+		rtt = now.Sub(c.pingSent)
+	} else {
+		rtt = time.Duration(c.timestamp(now)-stamp) * time.Millisecond
+	}
+	if rtt < 0 || rtt > maxPingRTT {
+		return
+	}
+	rtt = max(rtt, time.Microsecond)
+	if prev := time.Duration(c.latency.Load()); prev > 0 {
+		rtt = (7*prev + rtt) / 8
+	}
+	c.latency.Store(int64(rtt))
 }
 
 // scratch returns a small buffer for encoding a control message; Send
@@ -396,22 +488,26 @@ func (c *Conn) timestamp(now time.Time) int64 { return now.Sub(c.created).Millis
 
 func (c *Conn) sendPing(now time.Time) {
 	c.lastPing = now
-	ping := wire.ConnectedPing{Time: c.timestamp(now)}
+	c.pingSent, c.pingStamp = now, c.timestamp(now)
+	ping := wire.ConnectedPing{Time: c.pingStamp}
 	c.sendControl(now, ping.Append(c.scratch()), wire.Unreliable)
 }
 
-// handleConnectionRequest answers 0x09 with 0x10 (again for a retry).
+// handleConnectionRequest answers 0x09 with 0x10; a retried request gets
+// the same reply.
 func (c *Conn) handleConnectionRequest(msg []byte, now time.Time) {
-	var m wire.ConnectionRequest
-	if _, err := m.Decode(msg); err != nil {
-		c.dropped++
-		return
+	if c.accepted == nil {
+		var m wire.ConnectionRequest
+		if _, err := m.Decode(msg); err != nil {
+			c.drop()
+			return
+		}
+		c.guid = m.ClientGUID
+		acc := wire.ConnectionRequestAccepted{ClientAddr: c.raddr, RequestTime: m.Time, AcceptTime: c.timestamp(now)}
+		acc.SystemAddrs.N = wire.MaxSystemAddresses
+		c.accepted = acc.Append(nil)
 	}
-	c.guid = m.ClientGUID
-	acc := wire.ConnectionRequestAccepted{ClientAddr: c.raddr, RequestTime: m.Time, AcceptTime: c.timestamp(now)}
-	acc.SystemAddrs.N = wire.MaxSystemAddresses
-	var b [320]byte
-	c.sendControl(now, acc.Append(b[:0]), wire.ReliableOrdered)
+	c.sendControl(now, c.accepted, wire.ReliableOrdered)
 }
 
 // handleConnectionAccepted completes a dialed handshake.
@@ -421,7 +517,7 @@ func (c *Conn) handleConnectionAccepted(msg []byte, now time.Time) {
 	}
 	var m wire.ConnectionRequestAccepted
 	if _, err := m.Decode(msg); err != nil {
-		c.dropped++
+		c.drop()
 		return
 	}
 	nic := wire.NewIncomingConnection{ServerAddr: c.raddr, PingTime: m.AcceptTime, PongTime: c.timestamp(now)}
@@ -435,7 +531,7 @@ func (c *Conn) handleConnectionAccepted(msg []byte, now time.Time) {
 // establish marks the handshake complete.
 func (c *Conn) establish() {
 	c.state = stateConnected
-	c.estOnce.Do(func() { close(c.established) })
+	close(c.established)
 	if c.onEstablished != nil {
 		c.onEstablished(c)
 	}
@@ -448,49 +544,22 @@ func (c *Conn) finish(err error) {
 	}
 	c.state = stateClosed
 	c.closeErr = err
-	c.timer.Stop()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	close(c.closed)
+	wake(&c.readWait)
+	wake(&c.writeWait)
 	c.remove = true
 }
 
-// Close closes the connection gracefully: it sends DisconnectionNotification
-// after everything written so far, waits until the peer acknowledged it all
-// (at most the close timeout), then releases the connection. Close is safe
-// to call more than once and concurrently.
-func (c *Conn) Close() error {
-	c.mu.Lock()
-	switch c.state {
-	case stateClosed:
-		c.unlock()
-		return nil
-	case stateHandshake:
-		now := time.Now()
-		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
-		c.flush(now)
-		c.finish(net.ErrClosed)
-		c.unlock()
-		return nil
-	case stateConnected:
-		now := time.Now()
-		c.state = stateClosing
-		c.closeBy = now.Add(c.cfg.closeTimeout)
-		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
-		c.flush(now)
-		c.arm(now)
-	}
-	c.unlock()
-	<-c.closed
-	return nil
-}
-
-// closeNow closes the connection without waiting, telling the peer once.
-func (c *Conn) closeNow(err error) {
-	c.mu.Lock()
-	defer c.unlock()
+// abort closes the connection at once, telling the peer with one
+// unreliable DisconnectionNotification when tell is set. c.mu is held.
+func (c *Conn) abort(err error, tell bool) {
 	if c.state == stateClosed {
 		return
 	}
-	if c.state != stateHandshake {
+	if tell {
 		now := time.Now()
 		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
 		c.layer.AckNow()
@@ -499,23 +568,81 @@ func (c *Conn) closeNow(err error) {
 	c.finish(err)
 }
 
+// Close closes the connection gracefully: it sends DisconnectionNotification
+// after everything written so far, waits until the peer acknowledged it all
+// (at most the close timeout), then releases the connection. Blocked reads
+// and writes return at once. Close is safe to call more than once and
+// concurrently; every call returns once the connection is released.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	switch c.state {
+	case stateHandshake:
+		c.abort(net.ErrClosed, true)
+	case stateConnected:
+		now := time.Now()
+		c.state = stateClosing
+		c.closeBy = now.Add(c.cfg.closeTimeout)
+		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
+		c.flush(now)
+		c.arm(now)
+		wake(&c.readWait)
+		wake(&c.writeWait)
+	}
+	c.unlock()
+	<-c.released
+	return nil
+}
+
+// closeNow closes the connection without waiting, telling the peer once.
+func (c *Conn) closeNow(err error, tell bool) {
+	c.mu.Lock()
+	c.abort(err, tell)
+	c.unlock()
+}
+
+// deadline returns a timer channel for the deadline in p, reusing *t, or
+// nil without a deadline. expired reports a deadline already past.
+func deadline(p *atomic.Pointer[time.Time], t **time.Timer) (ch <-chan time.Time, expired bool) {
+	dl := p.Load()
+	if dl == nil || dl.IsZero() {
+		return nil, false
+	}
+	d := time.Until(*dl)
+	if d <= 0 {
+		return nil, true
+	}
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	return (*t).C, false
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // ReadPacket returns the next message from the peer. It blocks until one
-// arrives, the read deadline passes or the connection closes.
+// arrives, the read deadline passes or the connection closes. Messages
+// that arrived before the peer closed are still returned.
 func (c *Conn) ReadPacket() ([]byte, error) {
 	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	defer func() { stopTimer(timer) }()
 	for {
+		timeout, expired := deadline(&c.readDeadline, &timer)
+		if expired {
+			return nil, c.opErr("read", os.ErrDeadlineExceeded)
+		}
 		c.mu.Lock()
 		if len(c.readQ) > 0 {
 			p := c.readQ[0]
 			c.readQ[0] = nil
 			c.readQ = c.readQ[1:]
 			if len(c.readQ) == 0 {
-				c.readQ = c.readQ[:0:0]
+				c.readQ = nil
 			}
 			c.readBytes -= len(p)
 			c.mu.Unlock()
@@ -529,23 +656,10 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 			c.mu.Unlock()
 			return nil, c.opErr("read", err)
 		}
+		wait := waitOn(&c.readWait)
 		c.mu.Unlock()
-		var timeout <-chan time.Time
-		if dl := c.readDeadline.Load(); dl != nil && !dl.IsZero() {
-			d := time.Until(*dl)
-			if d <= 0 {
-				return nil, c.opErr("read", os.ErrDeadlineExceeded)
-			}
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			timeout = timer.C
-		}
 		select {
-		case <-c.readNotify:
-		case <-c.closed:
+		case <-wait:
 		case <-timeout:
 		}
 	}
@@ -570,18 +684,18 @@ func (c *Conn) Write(b []byte) (int, error) {
 }
 
 // WriteWith sends b as one message with reliability r on ordering channel
-// channel (0-31). When the send buffer is full it blocks until the peer
-// acknowledges enough data, the write deadline passes or the connection
-// closes: a writer that outruns the link is slowed, never buffered without
-// bound.
+// channel (0-31). b is copied. When the send buffer is full it blocks until
+// the peer acknowledges enough data, the write deadline passes or the
+// connection closes: a writer that outruns the link is slowed, never
+// buffered without bound.
 func (c *Conn) WriteWith(b []byte, r Reliability, channel uint8) (int, error) {
 	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	defer func() { stopTimer(timer) }()
 	for {
+		timeout, expired := deadline(&c.writeDeadline, &timer)
+		if expired {
+			return 0, c.opErr("write", os.ErrDeadlineExceeded)
+		}
 		c.mu.Lock()
 		if c.state != stateConnected {
 			err := c.closeErr
@@ -599,26 +713,14 @@ func (c *Conn) WriteWith(b []byte, r Reliability, channel uint8) (int, error) {
 			c.unlock()
 			return len(b), nil
 		}
-		c.unlock()
 		if !errors.Is(err, reliability.ErrSendBufferFull) {
+			c.unlock()
 			return 0, c.opErr("write", err)
 		}
-		var timeout <-chan time.Time
-		if dl := c.writeDeadline.Load(); dl != nil && !dl.IsZero() {
-			d := time.Until(*dl)
-			if d <= 0 {
-				return 0, c.opErr("write", os.ErrDeadlineExceeded)
-			}
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			timeout = timer.C
-		}
+		wait := waitOn(&c.writeWait)
+		c.unlock()
 		select {
-		case <-c.writeNotify:
-		case <-c.closed:
+		case <-wait:
 		case <-timeout:
 		}
 	}
@@ -640,24 +742,29 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	return c.SetWriteDeadline(t)
 }
 
-// SetReadDeadline sets the deadline for ReadPacket and Read; the zero time
-// means none.
+// SetReadDeadline sets the deadline for ReadPacket and Read, including
+// calls already blocked; the zero time means none.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.readDeadline.Store(&t)
-	notify(c.readNotify)
+	c.mu.Lock()
+	wake(&c.readWait)
+	c.mu.Unlock()
 	return nil
 }
 
 // SetWriteDeadline sets the deadline for a Write blocked on a full send
-// buffer; the zero time means none.
+// buffer, including calls already blocked; the zero time means none.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
 	c.writeDeadline.Store(&t)
-	notify(c.writeNotify)
+	c.mu.Lock()
+	wake(&c.writeWait)
+	c.mu.Unlock()
 	return nil
 }
 
-// Latency returns the round-trip time measured by connected pings, or the
-// reliability layer's smoothed RTT before the first pong.
+// Latency returns the round-trip time measured by connected pings
+// (smoothed), or the reliability layer's smoothed RTT before the first
+// pong.
 func (c *Conn) Latency() time.Duration {
 	if l := c.latency.Load(); l > 0 {
 		return time.Duration(l)
@@ -681,7 +788,7 @@ func (c *Conn) GUID() int64 {
 func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	s := c.layer.Stats()
-	dropped := c.dropped
+	dropped, deferred := c.dropped, c.deferred
 	c.mu.Unlock()
 	st := Stats{
 		RTT: s.SRTT, RTTVar: s.RTTVar,
@@ -690,10 +797,10 @@ func (c *Conn) Stats() Stats {
 		MessagesSent: s.MessagesSent, MessagesReceived: s.MessagesDelivered,
 		Resends: s.FramesResent, DatagramsLost: s.DatagramsLost,
 		Window: s.Window, InFlight: s.InFlight, Buffered: s.Buffered,
-		Dropped: dropped + s.Errors,
+		Dropped: dropped, Deferred: deferred,
 	}
-	if s.DatagramsSent > 0 {
-		st.Loss = float64(s.DatagramsLost) / float64(s.DatagramsSent)
+	if data := s.DatagramsSent - s.AcksSent - s.NacksSent; data > 0 {
+		st.Loss = float64(s.DatagramsLost) / float64(data)
 	}
 	return st
 }

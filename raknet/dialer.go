@@ -48,20 +48,17 @@ type Dialer struct {
 	GUID int64
 }
 
-// Dial connects to a RakNet server with the default Dialer and a 10 s
-// handshake timeout.
-func Dial(address string) (*Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultDialTimeout)
-	defer cancel()
+// Dial connects to a RakNet server with the default Dialer. ctx bounds the
+// handshake; without a deadline it is bounded by 10 s.
+func Dial(ctx context.Context, address string) (*Conn, error) {
 	var d Dialer
 	return d.DialContext(ctx, address)
 }
 
-// Ping sends unconnected pings to address until a pong arrives or 10 s pass
-// and returns the pong data.
-func Ping(address string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultDialTimeout)
-	defer cancel()
+// Ping sends unconnected pings to address with the default Dialer until a
+// pong arrives or ctx ends (10 s without a deadline) and returns the pong
+// data.
+func Ping(ctx context.Context, address string) ([]byte, error) {
 	var d Dialer
 	return d.PingContext(ctx, address)
 }
@@ -80,6 +77,9 @@ func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Work with the unmapped form throughout: ResolveUDPAddr returns
+	// IPv4 addresses in 16-byte form.
+	ua = net.UDPAddrFromAddrPort(key(ua.AddrPort()))
 	network, local := "udp4", "0.0.0.0:0"
 	if ua.IP.To4() == nil {
 		network, local = "udp6", "[::]:0"
@@ -99,9 +99,16 @@ func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
 	return pc, ua, nil
 }
 
-// PingContext sends unconnected pings until a pong arrives or ctx ends and
-// returns the pong data.
+// PingContext sends unconnected pings until a pong from address arrives or
+// ctx ends (10 s without a deadline) and returns the pong data. Pong data
+// is returned as the server sent it, with or without a valid length
+// prefix.
 func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultDialTimeout)
+		defer cancel()
+	}
 	pc, ua, err := d.open(address)
 	if err != nil {
 		return nil, &net.OpError{Op: "ping", Net: "raknet", Err: err}
@@ -115,31 +122,27 @@ func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error)
 		guid = randomGUID()
 	}
 	start := time.Now()
-	buf := make([]byte, maxDatagramSize)
+	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
 	for {
 		ping := wire.UnconnectedPing{Time: time.Since(start).Milliseconds(), ClientGUID: guid}
 		if _, err := pc.WriteTo(ping.Append(nil), ua); err != nil {
 			return nil, opErr(err)
 		}
 		deadline := time.Now().Add(pingRetry)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
-		}
-		_ = pc.SetReadDeadline(deadline)
 		for {
-			n, _, err := pc.ReadFrom(buf)
+			b, err := r.next(ctx, deadline, ua)
 			if err != nil {
-				break
+				if isTimeout(err) && ctx.Err() == nil {
+					break
+				}
+				return nil, opErr(err)
 			}
 			var pong wire.UnconnectedPong
-			if n > 0 && buf[0] == wire.IDUnconnectedPong {
-				if _, err := pong.Decode(buf[:n]); err == nil {
+			if b[0] == wire.IDUnconnectedPong {
+				if _, err := pong.Decode(b); err == nil {
 					return slices.Clone(pong.Data), nil
 				}
 			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, opErr(err)
 		}
 	}
 }
@@ -172,12 +175,14 @@ type offlineReader struct {
 	buf []byte
 }
 
-// next returns the next datagram from the server before deadline.
+// next returns the next non-empty datagram from the server before
+// deadline or ctx's deadline, whichever comes first.
 func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.UDPAddr) ([]byte, error) {
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
 	_ = r.pc.SetReadDeadline(deadline)
+	want := key(from.AddrPort())
 	for {
 		n, addr, err := r.pc.ReadFrom(r.buf)
 		if err != nil {
@@ -186,7 +191,7 @@ func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.
 			}
 			return nil, err
 		}
-		if ua, ok := addr.(*net.UDPAddr); ok && !ua.IP.Equal(from.IP) || n == 0 {
+		if n == 0 || key(addrPortOf(addr)) != want {
 			continue
 		}
 		return r.buf[:n], nil
@@ -248,6 +253,11 @@ phase1:
 				case wire.IDIncompatibleProtocolVersion:
 					var m wire.IncompatibleProtocolVersion
 					if _, err := m.Decode(b); err != nil {
+						continue
+					}
+					if m.Protocol == proto && retriedVersion {
+						// A late answer to a probe sent before the
+						// switch.
 						continue
 					}
 					if retriedVersion || (m.Protocol != 10 && m.Protocol != 11) || m.Protocol == proto {
@@ -329,10 +339,9 @@ phase2:
 	now := time.Now()
 	c := newConn(pc, ua, ap, mtu, cfg, true, now)
 	c.guid = reply2.ServerGUID
-	c.self = guid
 	c.onClose = func(c *Conn) { _ = c.pc.Close() }
-	done := make(chan struct{})
-	go dialReadLoop(pc, c, ap, done)
+	c.start(now)
+	go dialReadLoop(pc, c, ap)
 
 	c.mu.Lock()
 	req := wire.ConnectionRequest{ClientGUID: guid, Time: c.timestamp(now)}
@@ -345,19 +354,25 @@ phase2:
 	case <-c.established:
 		return c, nil
 	case <-c.closed:
-		<-done
-		return nil, c.closeErr
 	case <-ctx.Done():
-		c.closeNow(net.ErrClosed)
-		<-done
-		return nil, ctx.Err()
+		c.closeNow(net.ErrClosed, true)
 	}
+	<-c.released
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	err := c.closeErr
+	c.mu.Unlock()
+	return nil, err
 }
 
 // dialReadLoop feeds a dialed connection from its own socket until the
-// socket closes.
-func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort, done chan struct{}) {
-	defer close(done)
+// socket closes, then closes the connection (if something else closed the
+// socket) and releases it.
+func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort) {
+	defer close(c.released)
+	defer c.closeNow(net.ErrClosed, false)
 	buf := make([]byte, maxDatagramSize)
 	udp, _ := pc.(*net.UDPConn)
 	want := key(ap)
@@ -387,6 +402,7 @@ func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort, done chan struc
 			continue
 		}
 		if n == 0 || key(from) != want || buf[0]&wire.FlagValid == 0 {
+			// Offline messages (late handshake replies) and strangers.
 			continue
 		}
 		c.handle(buf[:n], time.Now())

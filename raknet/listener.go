@@ -74,9 +74,14 @@ type ListenConfig struct {
 
 // ListenerStats are a Listener's counters.
 type ListenerStats struct {
-	Pings, Handshakes, Accepted, Refused uint64
-	Dropped                              uint64 // malformed or unexpected datagrams
-	Connections                          int    // open now, handshakes included
+	Pings      uint64 // unconnected pings answered
+	Handshakes uint64 // OpenConnectionRequest2 that created a connection
+	Accepted   uint64 // connections queued for Accept
+	Refused    uint64 // connections refused: server full or accept queue full
+	// Dropped counts malformed or unexpected datagrams, those of every
+	// connection included. Dropping never blocks the sender's address.
+	Dropped     uint64
+	Connections int // open now, handshakes included
 }
 
 // Listener accepts RakNet connections on one UDP socket and answers
@@ -89,16 +94,17 @@ type Listener struct {
 	log       zerolog.Logger
 	id        int64
 	maxMTU    int
-	ipv6      bool
 	connCfg   connConfig
+	started   time.Time
 	pong      atomic.Pointer[[]byte]
 	accept    chan *Conn
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	mu    sync.RWMutex
-	conns map[netip.AddrPort]*Conn
+	mu     sync.RWMutex
+	conns  map[netip.AddrPort]*Conn
+	closed bool // set by Close under mu: no new connections
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
 
@@ -133,19 +139,21 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "raknet", Err: err}
 	}
-	l := &Listener{
-		cfg:    lc,
-		pc:     pc,
-		log:    zerolog.Nop(),
-		id:     lc.GUID,
-		maxMTU: DefaultMaxMTU,
-		accept: make(chan *Conn, max(lc.AcceptQueue, 0)),
-		done:   make(chan struct{}),
-		conns:  make(map[netip.AddrPort]*Conn),
-		out:    make([]byte, 0, 1500),
+	queue := lc.AcceptQueue
+	if queue <= 0 {
+		queue = DefaultAcceptQueue
 	}
-	if lc.AcceptQueue == 0 {
-		l.accept = make(chan *Conn, DefaultAcceptQueue)
+	l := &Listener{
+		cfg:     lc,
+		pc:      pc,
+		log:     zerolog.Nop(),
+		id:      lc.GUID,
+		maxMTU:  DefaultMaxMTU,
+		accept:  make(chan *Conn, queue),
+		done:    make(chan struct{}),
+		conns:   make(map[netip.AddrPort]*Conn),
+		out:     make([]byte, 0, 1500),
+		started: time.Now(),
 	}
 	if lc.Log != nil {
 		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", pc.LocalAddr().String()).Logger()
@@ -153,9 +161,10 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	if lc.MaxMTU != 0 {
 		l.maxMTU = min(max(lc.MaxMTU, MinMTU), MaxMTU)
 	}
-	if l.cfg.ProtocolVersions == nil {
+	if len(l.cfg.ProtocolVersions) == 0 {
 		l.cfg.ProtocolVersions = DefaultProtocolVersions
 	}
+	l.cfg.ProtocolVersions = slices.Clone(l.cfg.ProtocolVersions)
 	if l.id == 0 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -168,20 +177,18 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		_ = l.udp.SetReadBuffer(socketBuffer)
 		_ = l.udp.SetWriteBuffer(socketBuffer)
 	}
-	if ua, ok := pc.LocalAddr().(*net.UDPAddr); ok {
-		l.ipv6 = ua.IP.To4() == nil && ua.IP != nil && !ua.IP.IsUnspecified() || network == "udp6"
-	}
 	l.connCfg = connConfig{
 		timeout:      orDefault(lc.Timeout, DefaultTimeout),
 		pingInterval: orDefault(lc.PingInterval, DefaultPingInterval),
 		closeTimeout: orDefault(lc.CloseTimeout, DefaultCloseTimeout),
 		log:          l.log,
+		dropped:      &l.dropped,
 	}
 	empty := []byte{}
 	l.pong.Store(&empty)
 	l.wg.Add(1)
 	go l.readLoop()
-	l.log.Debug().Msg("listening")
+	l.log.Info().Msg("listening")
 	return l, nil
 }
 
@@ -226,11 +233,16 @@ func (l *Listener) Accept() (net.Conn, error) { return l.AcceptConn() }
 // AcceptConn is Accept returning the concrete type.
 func (l *Listener) AcceptConn() (*Conn, error) {
 	select {
-	case c := <-l.accept:
-		return c, nil
 	case <-l.done:
-		return nil, &net.OpError{Op: "accept", Net: "raknet", Addr: l.Addr(), Err: ErrListenerClosed}
+	case c := <-l.accept:
+		select {
+		case <-l.done:
+			// Close closes queued connections; hand out none of them.
+		default:
+			return c, nil
+		}
 	}
+	return nil, &net.OpError{Op: "accept", Net: "raknet", Addr: l.Addr(), Err: ErrListenerClosed}
 }
 
 // Close stops the listener and closes every connection at once, telling
@@ -239,28 +251,23 @@ func (l *Listener) AcceptConn() (*Conn, error) {
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
+		// Once closed is set under mu no connection is added, so the
+		// snapshot below is complete.
 		l.mu.Lock()
+		l.closed = true
 		conns := make([]*Conn, 0, len(l.conns))
 		for _, c := range l.conns {
 			conns = append(conns, c)
 		}
 		l.mu.Unlock()
 		for _, c := range conns {
-			c.closeNow(net.ErrClosed)
+			c.closeNow(net.ErrClosed, true)
 		}
+		// Connections share the socket: close it only after they said
+		// goodbye.
 		_ = l.pc.Close()
 		l.wg.Wait()
-		// Connections established but never accepted.
-		for {
-			select {
-			case c := <-l.accept:
-				c.closeNow(net.ErrClosed)
-				continue
-			default:
-			}
-			break
-		}
-		l.log.Debug().Msg("listener closed")
+		l.log.Info().Dur("uptime", time.Since(l.started)).Msg("listener closed")
 	})
 	return nil
 }
@@ -369,6 +376,7 @@ func (l *Listener) handlePing(b []byte, ap netip.AddrPort, addr net.Addr) {
 		return
 	}
 	if m.OpenConnections && l.full() {
+		// 0x02 is answered only while a client could still connect.
 		return
 	}
 	l.pings.Add(1)
@@ -410,12 +418,11 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 		l.dropped.Add(1)
 		return
 	}
-	select {
-	case <-l.done:
-		return
-	default:
-	}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
 	if old := l.conns[k]; old != nil {
 		l.mu.Unlock()
 		old.mu.Lock()
@@ -426,9 +433,15 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 			l.writeTo(reply, ap, addr)
 			return
 		}
-		// Another client process on the same address: the old one is gone.
-		old.closeNow(closedBy(ErrPeerClosed))
+		// Another client process on the same address: the old one is
+		// gone. It is not told, since whoever listens there now is the new
+		// client.
+		old.closeNow(closedBy(ErrPeerClosed), false)
 		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
 	}
 	if l.cfg.MaxConnections > 0 && len(l.conns) >= l.cfg.MaxConnections {
 		l.mu.Unlock()
@@ -445,11 +458,11 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 	now := time.Now()
 	c := newConn(l.pc, addr, ap, mtu, l.connCfg, false, now)
 	c.guid = m.ClientGUID
-	c.self = l.id
 	c.onEstablished = l.established
 	c.onClose = l.removeConn
 	reply := wire.OpenConnectionReply2{ServerGUID: l.id, ClientAddr: k, MTU: uint16(mtu)}
 	c.reply2 = reply.Append(nil)
+	c.start(now)
 	// The connection exists before the reply leaves, so the client's next
 	// datagram always finds it.
 	l.conns[k] = c
@@ -462,7 +475,7 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 func (l *Listener) established(c *Conn) {
 	select {
 	case <-l.done:
-		c.finish(net.ErrClosed)
+		c.abort(net.ErrClosed, true)
 		return
 	default:
 	}
@@ -474,7 +487,8 @@ func (l *Listener) established(c *Conn) {
 		}
 	default:
 		l.refused.Add(1)
-		c.finish(net.ErrClosed)
+		c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
+		c.abort(net.ErrClosed, true)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestSmokeDialListen(t *testing.T) {
 	}
 	defer l.Close()
 	l.PongData([]byte("MCPE;test;"))
-	pong, err := Ping(l.Addr().String())
+	pong, err := Ping(context.Background(), l.Addr().String())
 	if err != nil || string(pong) != "MCPE;test;" {
 		t.Fatalf("ping: %q %v", pong, err)
 	}
