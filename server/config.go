@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/session"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 )
@@ -76,6 +77,8 @@ accepted_protocols = [2193]
 # Message a player sees when the server disconnects them. {player} is
 # replaced by the player's name; no other {…} placeholder is recognised.
 disconnect_message = "Basalt is a skeleton server: you, {player}, have reached it, but there is no world here yet."
+# Message every player sees when the server shuts down (Ctrl-C, SIGTERM).
+shutdown_message = "Server closed."
 # File that keeps the server GUID stable across restarts, so clients do not
 # list the server twice. A relative path is relative to this file's directory.
 guid_file = "server_guid"
@@ -135,6 +138,9 @@ type UserConfig struct {
 		// DisconnectMessage is shown to disconnected players, with
 		// PlayerPlaceholder replaced by the player's name.
 		DisconnectMessage string `toml:"disconnect_message"`
+		// ShutdownMessage is shown to every player when the server shuts
+		// down.
+		ShutdownMessage string `toml:"shutdown_message"`
 		// GUIDFile is the file holding the stable server GUID; a relative
 		// path is relative to the config file's directory.
 		GUIDFile string `toml:"guid_file"`
@@ -165,9 +171,11 @@ type UserConfig struct {
 	dir string
 }
 
-// Config is the runtime configuration UserConfig.Config produces: the same
-// settings parsed into the types the server uses. Every field is set by
-// UserConfig.Config; a Config is a plain value with no internal locking.
+// Config is the runtime configuration: what UserConfig.Config produces from
+// config.toml, or what a program or test fills in by hand. New turns it into
+// a Server, giving every zero field its default (listed per field), so
+// Config{AddressV4: "127.0.0.1:0"}.New() is a working server on a random
+// loopback port. A Config is a plain value with no internal locking.
 type Config struct {
 	// Log is the logger the server and its listeners write to. Nil means
 	// discard.
@@ -177,45 +185,80 @@ type Config struct {
 	// LogFormat is "console" or "json"; main picks the writer from it.
 	LogFormat string
 
+	// Handler receives the events of every session. It is shared by all
+	// sessions, so it must be safe for concurrent use across them (see
+	// session.Handler). Nil means a session.GateHandler built from
+	// AcceptedProtocols and DisconnectMessage.
+	Handler session.Handler
+
 	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
+	// If AddressV4 and AddressV6 are both empty, New uses "0.0.0.0:19132"
+	// and "[::]:19133".
 	AddressV4 string
 	// AddressV6 is the IPv6 UDP address to listen on, "" for none.
 	AddressV6 string
-	// LANDiscovery asks for extra pong-only listeners on 19132/19133 when
-	// the game ports differ.
+	// LANDiscovery asks for extra listeners on LANAddressV4 and
+	// LANAddressV6 when the game ports differ from theirs, so LAN
+	// discovery pings (sent to 19132 and 19133) are answered. Those
+	// listeners serve sessions too. False (the zero value) opens none.
 	LANDiscovery bool
+	// LANAddressV4 is where LAN discovery pings for IPv4 arrive; empty
+	// means "0.0.0.0:19132". Only sockets bound to the wildcard address
+	// receive broadcasts. Tests set it to a loopback address.
+	LANAddressV4 string
+	// LANAddressV6 is where LAN discovery pings for IPv6 arrive; empty
+	// means "[::]:19133".
+	LANAddressV6 string
 
-	// Name is MOTD line 1.
+	// Name is MOTD line 1; empty means "Basalt".
 	Name string
-	// LevelName is MOTD line 2.
+	// LevelName is MOTD line 2; empty means "Bedrock level".
 	LevelName string
-	// Edition is the MOTD edition.
+	// Edition is the MOTD edition; empty means motd.EditionBedrock.
 	Edition motd.Edition
-	// GameMode is the game mode name advertised in the MOTD.
+	// GameMode is the game mode name advertised in the MOTD; empty means
+	// "Survival".
 	GameMode string
-	// MaxPlayers is the player limit.
+	// MaxPlayers is the player limit; 0 or less means 20.
 	MaxPlayers int
-	// Version is the advertised game version.
+	// Version is the advertised game version; empty means
+	// session.CurrentVersion.
 	Version string
-	// Protocol is the advertised network protocol.
+	// Protocol is the advertised network protocol; 0 means
+	// session.CurrentProtocol.
 	Protocol int32
-	// AcceptedProtocols lists the network protocols clients may use.
+	// AcceptedProtocols lists the network protocols clients may use; empty
+	// means Protocol alone.
 	AcceptedProtocols []int32
-	// DisconnectMessage is the template Disconnect fills in.
+	// DisconnectMessage is the template Disconnect fills in, shown by the
+	// default handler; empty means session.DefaultGateMessage.
 	DisconnectMessage string
+	// ShutdownMessage is shown to every session when the server shuts
+	// down; empty means DefaultShutdownMessage.
+	ShutdownMessage string
+	// ShutdownTimeout bounds how long Close waits for the shutdown
+	// message to reach the clients; 0 or less means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
 	// GUIDFile is the resolved path of the GUID file.
 	GUIDFile string
 	// GUID is the stable, non-negative server GUID read from (or first
 	// written to) GUIDFile. It goes in the pong header and MOTD field 6.
+	// 0 means a random one for this run only.
 	GUID int64
 
-	// MaxMTU is the largest RakNet datagram in bytes.
+	// MaxMTU is the largest RakNet datagram in bytes; 0 means
+	// raknet.DefaultMaxMTU.
 	MaxMTU int
-	// MaxConnections caps RakNet connections.
+	// MaxConnections caps RakNet connections per listener; 0 or less means
+	// MaxPlayers plus some slack, so clients over the player limit are
+	// told the server is full instead of timing out.
 	MaxConnections int
-	// Timeout drops a connection that has been silent this long.
+	// Timeout drops a connection that has been silent this long; 0 means
+	// raknet.DefaultTimeout.
 	Timeout time.Duration
-	// RakNetProtocols lists the RakNet protocol versions accepted.
+	// RakNetProtocols lists the RakNet protocol versions accepted; nil
+	// means raknet.DefaultProtocolVersions.
 	RakNetProtocols []byte
 }
 
@@ -242,6 +285,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.AcceptedProtocols = []int{2193}
 	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + PlayerPlaceholder +
 		", have reached it, but there is no world here yet."
+	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.GUIDFile = "server_guid"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
@@ -608,6 +652,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		Version:           uc.Server.Version,
 		Protocol:          int32(uc.Server.Protocol),
 		DisconnectMessage: uc.Server.DisconnectMessage,
+		ShutdownMessage:   uc.Server.ShutdownMessage,
 		GUIDFile:          uc.Server.GUIDFile,
 		MaxMTU:            uc.RakNet.MaxMTU,
 		MaxConnections:    uc.RakNet.MaxConnections,

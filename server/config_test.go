@@ -271,6 +271,7 @@ func TestConfig(t *testing.T) {
 		Protocol:          2193,
 		AcceptedProtocols: []int32{2193},
 		DisconnectMessage: DefaultUserConfig().Server.DisconnectMessage,
+		ShutdownMessage:   "Server closed.",
 		GUIDFile:          guidFile,
 		GUID:              guid,
 		MaxMTU:            1400,

@@ -1,0 +1,537 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
+	"github.com/df-mc/atomic"
+	"github.com/rs/zerolog"
+)
+
+// Defaults New gives zero Config fields.
+const (
+	// DefaultShutdownMessage is what players see when the server shuts
+	// down, unless configured.
+	DefaultShutdownMessage = "Server closed."
+	// DefaultShutdownTimeout bounds how long Close waits for the shutdown
+	// message to be delivered. It is longer than raknet's close timeout
+	// (3 s), so a client that acknowledges slowly still gets it.
+	DefaultShutdownTimeout = 5 * time.Second
+	// ServerFullMessage is the Disconnect message a client gets when it
+	// logs in while MaxPlayers players are online.
+	ServerFullMessage = "The server is full."
+	// LANPortV4 and LANPortV6 are the ports Bedrock clients send LAN
+	// discovery pings to: IPv4 broadcast to 19132, IPv6 to 19133.
+	LANPortV4, LANPortV6 = 19132, 19133
+)
+
+// Server is a Bedrock server: it owns the RakNet listeners (one per address
+// family, plus LAN discovery listeners), a stable GUID, the live MOTD, the
+// registry of sessions, the player limit and the shutdown. Create one with
+// Config.New, start it with Listen or Run, and stop it with Close. Its
+// methods are safe for concurrent use.
+//
+// A player is a session whose Login packet the server admitted: a session
+// takes a player slot when it sends Login while fewer than MaxPlayers are
+// online, and frees it when it ends. A Login beyond the limit is refused
+// with a Disconnect (DisconnectReasonServerFull, ServerFullMessage) before
+// the handler sees it. The MOTD's player count is the number of players,
+// updated on every join and leave.
+type Server struct {
+	conf    Config
+	log     zerolog.Logger
+	handler session.Handler
+	base    motd.Status // the MOTD without player count and ports
+	status  atomic.Value[motd.Status]
+
+	// sessCtx is the context sessions run under; cancelled last in Close,
+	// after they were told the server is closing.
+	sessCtx context.Context
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup // accept loops
+	running sync.WaitGroup // session goroutines
+
+	mu        sync.Mutex
+	listening bool
+	closing   bool
+	started   time.Time
+	v4, v6    *raknet.Listener   // game listeners, nil when disabled
+	lan       []*raknet.Listener // LAN discovery listeners opened
+	sessions  map[*session.Session]*entry
+	players   int
+
+	closeOnce sync.Once
+}
+
+// entry is what the registry keeps per session.
+type entry struct {
+	player bool // took a player slot; guarded by Server.mu
+}
+
+// New returns a Server configured by c, with every zero field given its
+// default (see Config). It opens nothing: call Listen or Run.
+func (c Config) New() *Server {
+	if c.Log == nil {
+		nop := zerolog.Nop()
+		c.Log = &nop
+	}
+	if c.AddressV4 == "" && c.AddressV6 == "" {
+		c.AddressV4, c.AddressV6 = "0.0.0.0:19132", "[::]:19133"
+	}
+	c.LANAddressV4 = cmp(c.LANAddressV4, "0.0.0.0:"+strconv.Itoa(LANPortV4))
+	c.LANAddressV6 = cmp(c.LANAddressV6, "[::]:"+strconv.Itoa(LANPortV6))
+	c.Name = cmp(c.Name, "Basalt")
+	c.LevelName = cmp(c.LevelName, "Bedrock level")
+	c.Edition = cmp(c.Edition, motd.EditionBedrock)
+	c.GameMode = cmp(c.GameMode, "Survival")
+	if c.MaxPlayers <= 0 {
+		c.MaxPlayers = 20
+	}
+	c.Version = cmp(c.Version, session.CurrentVersion)
+	c.Protocol = cmp(c.Protocol, session.CurrentProtocol)
+	if len(c.AcceptedProtocols) == 0 {
+		c.AcceptedProtocols = []int32{c.Protocol}
+	}
+	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.GUID == 0 {
+		c.GUID = randomGUID()
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
+	}
+	srv := &Server{
+		conf:     c,
+		log:      c.Log.With().Str("src", "server").Logger(),
+		handler:  c.Handler,
+		sessions: make(map[*session.Session]*entry),
+	}
+	if srv.handler == nil {
+		srv.handler = session.GateHandler{
+			AcceptedProtocols: c.AcceptedProtocols,
+			Message:           c.DisconnectMessage,
+		}
+	}
+	srv.base = motd.Status{
+		Edition:         c.Edition,
+		ServerName:      c.Name,
+		Protocol:        int(c.Protocol),
+		Version:         c.Version,
+		MaxPlayers:      c.MaxPlayers,
+		ServerGUID:      uint64(c.GUID),
+		LevelName:       c.LevelName,
+		GameMode:        c.GameMode,
+		GameModeNumeric: 1,
+		Extra:           []string{"0"},
+	}
+	srv.status.Store(srv.base)
+	srv.sessCtx, srv.cancel = context.WithCancel(context.Background())
+	return srv
+}
+
+// cmp returns v, or def if v is the zero value.
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Listen opens the game listeners (AddressV4 and AddressV6, those set), and
+// with LANDiscovery the LAN discovery listeners where the game ports differ
+// from 19132/19133; starts answering pings with the MOTD; and starts
+// accepting sessions. A LAN listener that cannot be opened (its port is
+// taken, say by another server) is skipped with a warning; a game listener
+// that cannot be opened is an error, and then nothing stays open. Listen
+// after Close returns an error wrapping net.ErrClosed. Listen panics if
+// called twice.
+func (srv *Server) Listen() error {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.listening {
+		panic("server: Listen called twice")
+	}
+	srv.listening = true
+	if srv.closing {
+		return fmt.Errorf("listen: %w", net.ErrClosed)
+	}
+	if _, err := srv.base.Encode(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	c := srv.conf
+	lc := raknet.ListenConfig{
+		Log:              c.Log,
+		MaxMTU:           c.MaxMTU,
+		MaxConnections:   c.MaxConnections,
+		ProtocolVersions: c.RakNetProtocols,
+		Timeout:          c.Timeout,
+		GUID:             c.GUID,
+	}
+	for _, g := range []struct {
+		addr, wildcard string
+		l              **raknet.Listener
+	}{{c.AddressV4, "0.0.0.0", &srv.v4}, {c.AddressV6, "::", &srv.v6}} {
+		if g.addr == "" {
+			continue
+		}
+		// An empty host means every address of this family only.
+		addr := withHost(g.addr, g.wildcard)
+		l, err := lc.Listen(addr)
+		if err != nil {
+			for _, l := range srv.game() {
+				_ = l.Close()
+			}
+			srv.v4, srv.v6 = nil, nil
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		*g.l = l
+	}
+	if c.LANDiscovery {
+		srv.listenLAN(lc)
+	}
+	srv.started = time.Now()
+	srv.updateStatusLocked()
+	for _, l := range srv.listeners() {
+		srv.loops.Add(1)
+		go srv.accept(l)
+	}
+	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
+	e.Strs("addrs", addrStrings(srv.game()))
+	if len(srv.lan) > 0 {
+		e.Strs("lan", addrStrings(srv.lan))
+	}
+	e.Msg("listening")
+	return nil
+}
+
+// listenLAN opens a LAN discovery listener for each family whose game port
+// is not the discovery port. It runs with srv.mu held.
+func (srv *Server) listenLAN(lc raknet.ListenConfig) {
+	for _, g := range []struct {
+		game *raknet.Listener
+		addr string
+	}{{srv.v4, srv.conf.LANAddressV4}, {srv.v6, srv.conf.LANAddressV6}} {
+		if g.game == nil || port(g.game.Addr()) == portOf(g.addr) {
+			continue // no game listener, or it answers discovery itself
+		}
+		addr := g.addr
+		l, err := lc.Listen(addr)
+		if err != nil {
+			srv.log.Warn().Err(err).Str("addr", addr).
+				Msg("LAN discovery listener not opened; the server will not be listed on the LAN from this port")
+			continue
+		}
+		srv.lan = append(srv.lan, l)
+	}
+}
+
+// game returns the game listeners, IPv4 first.
+func (srv *Server) game() []*raknet.Listener {
+	var ls []*raknet.Listener
+	for _, l := range []*raknet.Listener{srv.v4, srv.v6} {
+		if l != nil {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// listeners returns every open listener, game listeners first.
+func (srv *Server) listeners() []*raknet.Listener {
+	return append(srv.game(), srv.lan...)
+}
+
+// Run listens (unless Listen was called already), serves until ctx ends,
+// then shuts down with Close and returns nil. It returns the error of
+// Listen if the server cannot start.
+func (srv *Server) Run(ctx context.Context) error {
+	srv.mu.Lock()
+	listening := srv.listening
+	srv.mu.Unlock()
+	if !listening {
+		if err := srv.Listen(); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return srv.Close()
+}
+
+// accept serves every connection l accepts, until l is closed.
+func (srv *Server) accept(l *raknet.Listener) {
+	defer srv.loops.Done()
+	for {
+		c, err := l.AcceptConn()
+		if err != nil {
+			return // AcceptConn fails only once the listener is closed
+		}
+		srv.serve(c)
+	}
+}
+
+// serve starts a session over c and registers it.
+func (srv *Server) serve(c *raknet.Conn) {
+	s := session.New(c, session.Config{Handler: tracker{srv: srv, h: srv.handler}, Log: srv.conf.Log})
+	srv.mu.Lock()
+	if srv.closing {
+		srv.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	srv.sessions[s] = &entry{}
+	srv.running.Add(1)
+	srv.mu.Unlock()
+	go srv.run(s)
+}
+
+// run runs s until it ends and then forgets it.
+func (srv *Server) run(s *session.Session) {
+	defer srv.running.Done()
+	start := time.Now()
+	log := s.Log()
+	if e := log.Debug(); e.Enabled() {
+		e.Msg("session opened")
+	}
+	err := srv.runSafely(s)
+	srv.remove(s)
+	if e := log.Debug(); e.Enabled() {
+		if id, ok := s.Identity(); ok {
+			e.Str("player", id.DisplayName)
+		}
+		e.Err(err).Dur("duration", time.Since(start)).Msg("session closed")
+	}
+}
+
+// runSafely runs s, turning a panic that escaped the session (handler
+// panics are already recovered by session) into an error, so one broken
+// session never takes the server down.
+func (srv *Server) runSafely(s *session.Session) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("session panicked: %v", r)
+			s.Log().Error().Err(err).Msg("session panicked")
+			_ = s.Close()
+		}
+	}()
+	return s.Run(srv.sessCtx)
+}
+
+// remove forgets s and frees its player slot.
+func (srv *Server) remove(s *session.Session) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	e := srv.sessions[s]
+	delete(srv.sessions, s)
+	if e != nil && e.player {
+		srv.players--
+		srv.updateStatusLocked()
+	}
+}
+
+// admit gives s a player slot if it has none and one is free, and reports
+// whether s holds one.
+func (srv *Server) admit(s *session.Session) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	e := srv.sessions[s]
+	switch {
+	case e == nil:
+		return false // already removed: the session is ending
+	case e.player:
+		return true
+	case srv.players >= srv.conf.MaxPlayers:
+		return false
+	}
+	e.player = true
+	srv.players++
+	srv.updateStatusLocked()
+	return true
+}
+
+// updateStatusLocked recomputes the MOTD from the player count and the
+// game ports and hands it to every listener. It runs with srv.mu held, so
+// updates reach the listeners in order.
+func (srv *Server) updateStatusLocked() {
+	st := srv.base
+	st.Players = srv.players
+	var p4, p6 uint16
+	if srv.v4 != nil {
+		p4 = port(srv.v4.Addr())
+	}
+	if srv.v6 != nil {
+		p6 = port(srv.v6.Addr())
+	}
+	// Clients connect to the port of their family; with one family
+	// disabled, both fields carry the other's port, as gophertunnel does.
+	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
+	b, err := st.Encode()
+	if err != nil {
+		// Listen checked the fixed fields fit; only numbers changed.
+		srv.log.Error().Err(err).Msg("encode MOTD")
+		return
+	}
+	for _, l := range srv.listeners() {
+		l.PongData(b)
+	}
+	srv.status.Store(st)
+}
+
+// Close shuts the server down: it stops accepting sessions, disconnects
+// every session with ShutdownMessage (DisconnectReasonShutdown) and waits,
+// at most ShutdownTimeout, for the clients to acknowledge it; then it
+// closes what is left and the listeners and waits for every session
+// goroutine to end. Close is safe to call more than once and concurrently;
+// later calls return at once. It returns nil.
+func (srv *Server) Close() error {
+	srv.closeOnce.Do(srv.shutdown)
+	return nil
+}
+
+func (srv *Server) shutdown() {
+	srv.mu.Lock()
+	srv.closing = true
+	sessions := slices.Collect(maps.Keys(srv.sessions))
+	listeners := srv.listeners()
+	started := srv.started
+	srv.mu.Unlock()
+	defer srv.cancel()
+	if len(listeners) == 0 {
+		return
+	}
+	srv.log.Info().Int("sessions", len(sessions)).Msg("shutting down")
+
+	// Each DisconnectWith waits for its client to acknowledge, so they run
+	// side by side: a slow client does not delay the others.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for _, s := range sessions {
+			wg.Go(func() {
+				_ = s.DisconnectWith(session.DisconnectReasonShutdown, srv.conf.ShutdownMessage)
+			})
+		}
+		wg.Wait()
+	}()
+	t := time.NewTimer(srv.conf.ShutdownTimeout)
+	select {
+	case <-done:
+	case <-t.C:
+		srv.log.Warn().Dur("timeout", srv.conf.ShutdownTimeout).
+			Msg("clients did not acknowledge the shutdown in time; closing their connections")
+	}
+	t.Stop()
+
+	// Closing a listener closes its connections at once, which ends every
+	// session still running and unblocks the disconnects above.
+	srv.cancel()
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+	srv.loops.Wait()
+	srv.running.Wait()
+	<-done
+	srv.log.Info().Stringer("uptime", time.Since(started).Round(time.Millisecond)).Msg("server closed")
+}
+
+// Status returns the MOTD the server currently advertises. It is safe to
+// call at any time and never blocks.
+func (srv *Server) Status() motd.Status {
+	return srv.status.Load()
+}
+
+// PlayerCount returns the number of players online: sessions holding a
+// player slot.
+func (srv *Server) PlayerCount() int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.players
+}
+
+// Sessions returns the sessions running now, players or not, in no
+// particular order.
+func (srv *Server) Sessions() []*session.Session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return slices.Collect(maps.Keys(srv.sessions))
+}
+
+// GUID returns the server GUID sent in pongs and MOTD field 6.
+func (srv *Server) GUID() int64 { return srv.conf.GUID }
+
+// Addrs returns the addresses of the game listeners, IPv4 first; nil
+// before Listen.
+func (srv *Server) Addrs() []net.Addr {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return addrs(srv.game())
+}
+
+// LANAddrs returns the addresses of the LAN discovery listeners Listen
+// opened; nil if none.
+func (srv *Server) LANAddrs() []net.Addr {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return addrs(srv.lan)
+}
+
+func addrs(ls []*raknet.Listener) []net.Addr {
+	var out []net.Addr
+	for _, l := range ls {
+		out = append(out, l.Addr())
+	}
+	return out
+}
+
+func addrStrings(ls []*raknet.Listener) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Addr().String())
+	}
+	return out
+}
+
+// addrPort returns a as a netip.AddrPort, the zero value if it is not a
+// UDP address.
+func addrPort(a net.Addr) netip.AddrPort {
+	if ua, ok := a.(*net.UDPAddr); ok {
+		return ua.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// port returns a's port.
+func port(a net.Addr) uint16 { return addrPort(a).Port() }
+
+// withHost returns addr with host filled in if it has none.
+func withHost(addr, host string) string {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil || h != "" {
+		return addr
+	}
+	return net.JoinHostPort(host, p)
+}
+
+// portOf returns the port of a "host:port" address, 0 if it has none.
+func portOf(addr string) uint16 {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(p, 10, 16)
+	return uint16(n)
+}

@@ -1,0 +1,498 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
+	"github.com/rs/zerolog"
+)
+
+func TestNewDefaults(t *testing.T) {
+	srv := Config{}.New()
+	c := srv.conf
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"AddressV4", c.AddressV4, "0.0.0.0:19132"},
+		{"AddressV6", c.AddressV6, "[::]:19133"},
+		{"LANDiscovery", c.LANDiscovery, false},
+		{"LANAddressV4", c.LANAddressV4, "0.0.0.0:19132"},
+		{"LANAddressV6", c.LANAddressV6, "[::]:19133"},
+		{"Name", c.Name, "Basalt"},
+		{"Edition", c.Edition, motd.EditionBedrock},
+		{"GameMode", c.GameMode, "Survival"},
+		{"MaxPlayers", c.MaxPlayers, 20},
+		{"Version", c.Version, session.CurrentVersion},
+		{"Protocol", c.Protocol, session.CurrentProtocol},
+		{"AcceptedProtocols", c.AcceptedProtocols, []int32{session.CurrentProtocol}},
+		{"ShutdownMessage", c.ShutdownMessage, DefaultShutdownMessage},
+		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
+		{"MaxConnections", c.MaxConnections, 24},
+		{"GUID positive", c.GUID > 0, true},
+		{"handler", srv.handler, session.GateHandler{AcceptedProtocols: []int32{session.CurrentProtocol}}},
+	}
+	for _, tc := range checks {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	// One family set: the other stays disabled.
+	if got := (Config{AddressV4: "127.0.0.1:0"}).New().conf.AddressV6; got != "" {
+		t.Errorf("AddressV6 with only AddressV4 set: got %q, want empty", got)
+	}
+}
+
+func TestDefaultHandlerFromConfig(t *testing.T) {
+	srv := Config{AcceptedProtocols: []int32{2169, 2193}, DisconnectMessage: "Bye {player}"}.New()
+	want := session.GateHandler{AcceptedProtocols: []int32{2169, 2193}, Message: "Bye {player}"}
+	if !reflect.DeepEqual(srv.handler, session.Handler(want)) {
+		t.Errorf("got %#v, want %#v", srv.handler, want)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	srv := startServer(t, Config{
+		AddressV4:  "127.0.0.1:0",
+		AddressV6:  "[::1]:0",
+		Name:       "Test Server",
+		LevelName:  "Test Level",
+		GameMode:   "Creative",
+		MaxPlayers: 7,
+		Version:    "1.26.45",
+		Protocol:   2169,
+		GUID:       1234567890123,
+	})
+	as := srv.Addrs()
+	if len(as) != 2 {
+		t.Fatalf("got %d game listeners, want 2", len(as))
+	}
+	want := motd.Status{
+		Edition:         motd.EditionBedrock,
+		ServerName:      "Test Server",
+		Protocol:        2169,
+		Version:         "1.26.45",
+		Players:         0,
+		MaxPlayers:      7,
+		ServerGUID:      1234567890123,
+		LevelName:       "Test Level",
+		GameMode:        "Creative",
+		GameModeNumeric: 1,
+		PortV4:          port(as[0]),
+		PortV6:          port(as[1]),
+		Extra:           []string{"0"},
+	}
+	for _, a := range as {
+		if got := ping(t, a.String()); !reflect.DeepEqual(got, want) {
+			t.Errorf("ping %s: got %+v, want %+v", a, got, want)
+		}
+	}
+	if got := srv.Status(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Status: got %+v, want %+v", got, want)
+	}
+	b, _ := want.Encode()
+	if !bytes.HasSuffix(b, []byte(";0;")) {
+		t.Errorf("MOTD %q: want it to end in \";0;\"", b)
+	}
+}
+
+func TestStatusOneFamily(t *testing.T) {
+	srv := startServer(t, Config{AddressV4: "127.0.0.1:0"})
+	st := ping(t, gameAddr(t, srv))
+	p := port(srv.Addrs()[0])
+	if st.PortV4 != p || st.PortV6 != p {
+		t.Errorf("ports: got %d/%d, want %d/%d", st.PortV4, st.PortV6, p, p)
+	}
+	if st.ServerGUID != uint64(srv.GUID()) {
+		t.Errorf("GUID: got %d, want %d", st.ServerGUID, srv.GUID())
+	}
+}
+
+func TestPlayerCount(t *testing.T) {
+	srv := startServer(t, Config{Handler: holdHandler{}, MaxPlayers: 5})
+	addr := gameAddr(t, srv)
+
+	a := dial(t, addr, raknet.Dialer{})
+	b := dial(t, addr, raknet.Dialer{})
+	waitFor(t, "2 sessions", func() bool { return len(srv.Sessions()) == 2 })
+	// A session is not a player before Login.
+	if got := ping(t, addr).Players; got != 0 {
+		t.Errorf("before login: got %d players, want 0", got)
+	}
+	a.send(session.IDLogin, []byte("any"))
+	b.send(session.IDLogin, []byte("any"))
+	waitFor(t, "2 players", func() bool { return srv.PlayerCount() == 2 })
+	if got := ping(t, addr).Players; got != 2 {
+		t.Errorf("after 2 logins: got %d players, want 2", got)
+	}
+	// A second Login does not take a second slot.
+	a.send(session.IDLogin, []byte("again"))
+	time.Sleep(50 * time.Millisecond)
+	if got := srv.PlayerCount(); got != 2 {
+		t.Errorf("after a second login: got %d players, want 2", got)
+	}
+
+	_ = a.conn.Close()
+	waitFor(t, "1 player", func() bool { return srv.PlayerCount() == 1 })
+	if got := ping(t, addr).Players; got != 1 {
+		t.Errorf("after one left: got %d players, want 1", got)
+	}
+	if got := srv.Status().Players; got != 1 {
+		t.Errorf("Status: got %d players, want 1", got)
+	}
+}
+
+func TestServerFull(t *testing.T) {
+	srv := startServer(t, Config{Handler: holdHandler{}, MaxPlayers: 1})
+	addr := gameAddr(t, srv)
+
+	a := dial(t, addr, raknet.Dialer{})
+	a.send(session.IDLogin, nil)
+	waitFor(t, "1 player", func() bool { return srv.PlayerCount() == 1 })
+
+	b := dial(t, addr, raknet.Dialer{})
+	b.send(session.IDLogin, nil)
+	p := b.expect(session.IDDisconnect)
+	reason, msg := disconnectMsg(t, p.payload)
+	if reason != session.DisconnectReasonServerFull || msg != ServerFullMessage {
+		t.Errorf("got Disconnect %v %q, want %v %q", reason, msg, session.DisconnectReasonServerFull, ServerFullMessage)
+	}
+	b.expectClosed()
+	if got := srv.PlayerCount(); got != 1 {
+		t.Errorf("after refusal: got %d players, want 1", got)
+	}
+
+	// A slot freed is a slot for the next client.
+	_ = a.conn.Close()
+	waitFor(t, "0 players", func() bool { return srv.PlayerCount() == 0 })
+	c := dial(t, addr, raknet.Dialer{})
+	c.send(session.IDLogin, nil)
+	waitFor(t, "the next client to join", func() bool { return srv.PlayerCount() == 1 })
+}
+
+func TestShutdown(t *testing.T) {
+	srv := startServer(t, Config{Handler: holdHandler{}, ShutdownMessage: "Going down for a test."})
+	addr := gameAddr(t, srv)
+	clients := []*client{dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})}
+	clients[0].send(session.IDLogin, nil) // one player, one session
+	waitFor(t, "2 sessions and 1 player", func() bool {
+		return len(srv.Sessions()) == 2 && srv.PlayerCount() == 1
+	})
+
+	start := time.Now()
+	if err := srv.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %v with clients acknowledging, want well under the shutdown timeout", d)
+	}
+	for i, c := range clients {
+		p := c.expect(session.IDDisconnect)
+		reason, msg := disconnectMsg(t, p.payload)
+		if reason != session.DisconnectReasonShutdown || msg != "Going down for a test." {
+			t.Errorf("client %d: got Disconnect %v %q, want %v %q", i, reason, msg,
+				session.DisconnectReasonShutdown, "Going down for a test.")
+		}
+		c.expectClosed()
+	}
+	if n := len(srv.Sessions()); n != 0 {
+		t.Errorf("after Close: got %d sessions, want 0", n)
+	}
+	// The listener is gone.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := (raknet.Dialer{}).PingContext(ctx, addr); err == nil {
+		t.Error("ping after Close: got a pong, want none")
+	}
+	if err := srv.Close(); err != nil {
+		t.Errorf("second Close: got %v, want nil", err)
+	}
+}
+
+// blackhole is a client socket that can be made to drop everything, as a
+// client that vanished without a word.
+type blackhole struct {
+	net.PacketConn
+	dead atomic.Bool
+}
+
+func (b *blackhole) WriteTo(p []byte, addr net.Addr) (int, error) {
+	if b.dead.Load() {
+		return len(p), nil
+	}
+	return b.PacketConn.WriteTo(p, addr)
+}
+
+func (b *blackhole) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := b.PacketConn.ReadFrom(p)
+		if err != nil || !b.dead.Load() {
+			return n, addr, err
+		}
+	}
+}
+
+func TestShutdownTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	srv := startServer(t, Config{Handler: holdHandler{}, ShutdownTimeout: timeout})
+	var bh *blackhole
+	// A short close timeout: the client's own Close, at cleanup, gets no ACKs
+	// either.
+	d := raknet.Dialer{CloseTimeout: 100 * time.Millisecond, ListenPacket: func(network, address string) (net.PacketConn, error) {
+		pc, err := net.ListenPacket(network, address)
+		if err != nil {
+			return nil, err
+		}
+		bh = &blackhole{PacketConn: pc}
+		return bh, nil
+	}}
+	dial(t, gameAddr(t, srv), d)
+	waitFor(t, "a session", func() bool { return len(srv.Sessions()) == 1 })
+	bh.dead.Store(true)
+
+	start := time.Now()
+	_ = srv.Close()
+	// raknet alone would wait 3 s for the missing ACKs.
+	if d := time.Since(start); d < timeout || d > timeout+2*time.Second {
+		t.Errorf("Close took %v, want about the shutdown timeout %v", d, timeout)
+	}
+	if n := len(srv.Sessions()); n != 0 {
+		t.Errorf("after Close: got %d sessions, want 0", n)
+	}
+}
+
+// panicHandler panics on packet 0x42 and otherwise holds its session open.
+type panicHandler struct{ session.NopHandler }
+
+func (panicHandler) HandlePacket(s *session.Session, p session.Packet) error {
+	if p.ID == 0x42 {
+		panic("boom")
+	}
+	return nil
+}
+
+func TestHandlerPanic(t *testing.T) {
+	srv := startServer(t, Config{Handler: panicHandler{}})
+	addr := gameAddr(t, srv)
+	bad := dial(t, addr, raknet.Dialer{})
+	good := dial(t, addr, raknet.Dialer{})
+	good.send(session.IDLogin, nil)
+	bad.send(session.IDLogin, nil)
+	waitFor(t, "2 players", func() bool { return srv.PlayerCount() == 2 })
+
+	bad.send(0x42, nil)
+	bad.expectClosed()
+	waitFor(t, "the panicking session to end", func() bool { return srv.PlayerCount() == 1 })
+
+	// The other session and the server keep working.
+	if got := ping(t, addr).Players; got != 1 {
+		t.Errorf("players after the panic: got %d, want 1", got)
+	}
+	good.send(0x43, nil)
+	if n := len(srv.Sessions()); n != 1 {
+		t.Errorf("sessions after the panic: got %d, want 1", n)
+	}
+	third := dial(t, addr, raknet.Dialer{})
+	third.send(session.IDLogin, nil)
+	waitFor(t, "a new player", func() bool { return srv.PlayerCount() == 2 })
+}
+
+// recordHandler records each session's events, to check the server hands
+// them through.
+type recordHandler struct {
+	session.NopHandler
+	mu     sync.Mutex
+	events []string
+}
+
+func (h *recordHandler) record(e string) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+func (h *recordHandler) HandleOpen(*session.Session) error { h.record("open"); return nil }
+func (h *recordHandler) HandlePacket(_ *session.Session, p session.Packet) error {
+	h.record("packet " + string(p.Payload))
+	return nil
+}
+func (h *recordHandler) HandleClose(*session.Session, error) { h.record("close") }
+
+func (h *recordHandler) get() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+func TestHandlerEvents(t *testing.T) {
+	h := &recordHandler{}
+	srv := startServer(t, Config{Handler: h})
+	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.send(0x42, []byte("a"))
+	c.send(session.IDLogin, []byte("b"))
+	_ = c.conn.Close()
+	want := []string{"open", "packet a", "packet b", "close"}
+	waitFor(t, "the session to close", func() bool { return len(h.get()) == len(want) })
+	if got := h.get(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestLANDiscovery(t *testing.T) {
+	srv := startServer(t, Config{
+		Handler:      holdHandler{},
+		LANDiscovery: true,
+		AddressV4:    "127.0.0.1:0",
+		AddressV6:    "[::1]:0",
+		LANAddressV4: "127.0.0.1:0",
+		LANAddressV6: "[::1]:0",
+	})
+	game, lan := srv.Addrs(), srv.LANAddrs()
+	if len(lan) != 2 {
+		t.Fatalf("got LAN listeners %v, want 2", lan)
+	}
+	for _, a := range lan {
+		st := ping(t, a.String())
+		if st.PortV4 != port(game[0]) || st.PortV6 != port(game[1]) {
+			t.Errorf("pong from %s: got ports %d/%d, want the game ports %d/%d",
+				a, st.PortV4, st.PortV6, port(game[0]), port(game[1]))
+		}
+		if st.ServerGUID != uint64(srv.GUID()) {
+			t.Errorf("pong from %s: got GUID %d, want %d", a, st.ServerGUID, srv.GUID())
+		}
+	}
+	// A client that joins through the LAN listener is served too, and the
+	// count it changes shows on every listener.
+	c := dial(t, lan[0].String(), raknet.Dialer{})
+	c.send(session.IDLogin, nil)
+	waitFor(t, "1 player", func() bool { return srv.PlayerCount() == 1 })
+	for _, a := range slices.Concat(game, lan) {
+		if got := ping(t, a.String()).Players; got != 1 {
+			t.Errorf("pong from %s: got %d players, want 1", a, got)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLANAddressInUse(t *testing.T) {
+	taken, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var logs syncBuffer
+	log := zerolog.New(&logs)
+	srv := startServer(t, Config{
+		Log:          &log,
+		LANDiscovery: true,
+		LANAddressV4: taken.LocalAddr().String(),
+	})
+	if lan := srv.LANAddrs(); len(lan) != 0 {
+		t.Errorf("got LAN listeners %v, want none", lan)
+	}
+	if got := logs.String(); !strings.Contains(got, `"level":"warn"`) || !strings.Contains(got, "LAN discovery listener not opened") {
+		t.Errorf("log: got %s, want a warning about the LAN listener", got)
+	}
+	ping(t, gameAddr(t, srv)) // the game listener works regardless
+}
+
+func TestLANNotNeeded(t *testing.T) {
+	// The game listener already sits on the discovery port.
+	first := startServer(t, Config{})
+	p := port(first.Addrs()[0])
+	_ = first.Close()
+	srv := Config{
+		AddressV4:    first.Addrs()[0].String(),
+		LANDiscovery: true,
+		LANAddressV4: "127.0.0.1:" + strconv.Itoa(int(p)),
+	}.New()
+	if err := srv.Listen(); err != nil {
+		t.Skipf("port %d was taken again meanwhile: %v", p, err)
+	}
+	defer srv.Close()
+	if lan := srv.LANAddrs(); len(lan) != 0 {
+		t.Errorf("got LAN listeners %v, want none", lan)
+	}
+}
+
+func TestGameListenerError(t *testing.T) {
+	taken, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	srv := Config{AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
+	if err := srv.Listen(); err == nil {
+		t.Fatal("Listen on a taken port: got nil, want an error")
+	}
+	if as := srv.Addrs(); len(as) != 0 {
+		t.Errorf("got listeners %v left open, want none", as)
+	}
+	_ = srv.Close()
+}
+
+func TestListenTwicePanics(t *testing.T) {
+	srv := startServer(t, Config{})
+	defer func() {
+		if recover() == nil {
+			t.Error("second Listen: got no panic, want one")
+		}
+	}()
+	_ = srv.Listen()
+}
+
+func TestListenAfterClose(t *testing.T) {
+	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	_ = srv.Close()
+	if err := srv.Listen(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("got %v, want net.ErrClosed", err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	waitFor(t, "the server to listen", func() bool { return len(srv.Addrs()) == 1 })
+	ping(t, srv.Addrs()[0].String())
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: got %v, want nil", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Run did not return after the context ended")
+	}
+}
