@@ -793,7 +793,7 @@ func (l *Layer) admit(frames []wire.Frame) error {
 		f := &frames[i]
 		if f.Reliability.Reliable() {
 			idx := unwrap(l.relWin.base, f.ReliableIndex)
-			if idx >= l.relWin.base+l.relWin.maxSpan() {
+			if !l.relWin.canHold(idx) {
 				return fmt.Errorf("handle datagram: reliable index %d: %w", f.ReliableIndex, errTooFarAhead)
 			}
 			if l.relWin.seen(idx) {

@@ -149,5 +149,9 @@ func mask(off, cnt uint64) uint64 {
 	return ((1 << cnt) - 1) << off
 }
 
-// span returns how many numbers the window can hold ahead of base.
-func (w *seqWindow) maxSpan() uint64 { return uint64(w.maxWords) * 64 }
+// canHold reports whether mark(n) can record n: n is below base, or in
+// one of the maxWords words from base's word on. From a base that is not
+// word-aligned this reaches fewer than maxWords·64 numbers ahead.
+func (w *seqWindow) canHold(n uint64) bool {
+	return n < w.base || n/64-w.base/64 < uint64(w.maxWords)
+}

@@ -201,3 +201,18 @@ func TestSeqWindowMatchesMap(t *testing.T) {
 		t.Errorf("base did not pass 2^24: got %v", w.base-absBase)
 	}
 }
+
+// TestSeqWindowCanHold checks that canHold predicts exactly whether mark
+// succeeds, from aligned and unaligned bases.
+func TestSeqWindowCanHold(t *testing.T) {
+	for _, start := range []uint64{0, 1, 10, 63, 64, 1<<24 - 5} {
+		for n := uint64(0); n < 400; n++ {
+			w := newSeqWindow(absBase+start, 256)
+			want := w.canHold(absBase + start + n)
+			_, err := w.mark(absBase + start + n)
+			if got := err == nil; got != want {
+				t.Fatalf("base +%d, mark(+%d): got ok %v, canHold %v", start, n, got, want)
+			}
+		}
+	}
+}

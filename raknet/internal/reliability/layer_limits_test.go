@@ -1,0 +1,738 @@
+package reliability
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// The tests in this file feed a receiver what a hostile peer could send
+// and check that every cap holds: the error, and that the state stays
+// bounded and the refused datagram is not acknowledged.
+
+// splitFrame is a reliable fragment.
+func splitFrame(rel uint32, id uint16, count, index uint32, p []byte) wire.Frame {
+	return wire.Frame{Reliability: wire.Reliable, ReliableIndex: wire.Uint24(rel), Split: true, SplitID: id, SplitCount: count, SplitIndex: index, Payload: p}
+}
+
+// acked reports whether datagram number n (relative to InitialRecv 0) is
+// pending acknowledgement.
+func acked(l *Layer, n uint32) bool {
+	abs := absBase + uint64(n)
+	for _, v := range l.acks.iv {
+		if v.lo <= abs && abs <= v.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// handleRefused feeds d and checks it is refused with want and not acked.
+func handleRefused(t *testing.T, l *Layer, now time.Time, d []byte, want error) {
+	t.Helper()
+	var h wire.DatagramHeader
+	_, _ = h.Decode(d)
+	errs := l.stats.Errors
+	err := l.HandleDatagram(now, d)
+	if !matchErr(err, want) {
+		t.Fatalf("HandleDatagram: got error %v, want %v", err, want)
+	}
+	if acked(l, uint32(h.Number)) {
+		t.Errorf("refused datagram %d: got acked, want not acked", h.Number)
+	}
+	if l.stats.Errors != errs+1 {
+		t.Errorf("Stats.Errors: got %v, want %v", l.stats.Errors, errs+1)
+	}
+}
+
+func TestHostileSplitCount(t *testing.T) {
+	cases := []struct {
+		name      string
+		count     uint32
+		maxCount  int
+		want      error
+		wantList  int
+		wantBytes int
+	}{
+		{name: "2^32-1", count: 1<<32 - 1, want: errSplitCount},
+		{name: "one above the limit", count: DefaultMaxSplitCount + 1, want: errSplitCount},
+		{name: "configured limit", count: 65, maxCount: 64, want: errSplitCount},
+		{name: "at the limit", count: DefaultMaxSplitCount, wantList: 1, wantBytes: DefaultMaxSplitCount*partOverhead + 10},
+		{name: "at a configured limit", count: 64, maxCount: 64, wantList: 1, wantBytes: 64*partOverhead + 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{MaxSplitCount: tc.maxCount})
+			d := dataDatagram(0, splitFrame(0, 1, tc.count, 0, make([]byte, 10)))
+			if tc.want != nil {
+				handleRefused(t, b.Layer, t0, d, tc.want)
+			} else {
+				mustHandle(t, b.Layer, t0, d)
+			}
+			if len(b.asm.list) != tc.wantList || b.asm.bytes != tc.wantBytes {
+				t.Errorf("assembler: got %d messages, %d bytes, want %d, %d", len(b.asm.list), b.asm.bytes, tc.wantList, tc.wantBytes)
+			}
+		})
+	}
+	// The assembler refuses the count itself too, whatever reaches it.
+	a := assembler{maxCount: 8, maxConc: 4, maxBytes: 1 << 20, timeout: time.Second}
+	f := splitFrame(0, 1, 1<<32-1, 0, []byte{1})
+	if _, err := a.add(&f, t0); !errors.Is(err, errSplitCount) || len(a.list) != 0 {
+		t.Errorf("assembler.add: got error %v and %d messages, want %v and 0", err, len(a.list), errSplitCount)
+	}
+}
+
+func TestHostileConcurrentSplits(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	n := uint32(0)
+	for id := range DefaultMaxConcurrentSplits {
+		mustHandle(t, b.Layer, t0, dataDatagram(n, splitFrame(n, uint16(id), 2, 0, []byte{byte(id)})))
+		n++
+	}
+	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 999, 2, 0, []byte{1})), errSplitConc)
+	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
+		t.Fatalf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
+	}
+	// A datagram that would open two more at once is refused whole, even
+	// though its first frame belongs to a message in progress.
+	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 3, 2, 1, []byte{3}), splitFrame(n+1, 1000, 2, 0, []byte{1})), errSplitConc)
+	if len(b.got) != 0 || len(b.asm.list) != DefaultMaxConcurrentSplits {
+		t.Fatalf("after a refused datagram: got %d delivered, %d in progress, want 0, %d", len(b.got), len(b.asm.list), DefaultMaxConcurrentSplits)
+	}
+	// Completing one frees a slot for a new id.
+	mustHandle(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 3, 2, 1, []byte{3})))
+	n++
+	if len(b.got) != 1 || !bytes.Equal(b.got[0], []byte{3, 3}) {
+		t.Fatalf("completed message: got %v, want [[3 3]]", b.got)
+	}
+	mustHandle(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 999, 2, 0, []byte{1})))
+	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
+		t.Errorf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
+	}
+	// Many new ids in one datagram are refused whole.
+	c := newTestPeer(t, Config{MaxConcurrentSplits: 4})
+	var frames []wire.Frame
+	for i := range 5 {
+		frames = append(frames, splitFrame(uint32(i), uint16(i), 2, 0, []byte{1}))
+	}
+	handleRefused(t, c.Layer, t0, dataDatagram(0, frames...), errSplitConc)
+	if len(c.asm.list) != 0 || c.asm.bytes != 0 {
+		t.Errorf("assembler: got %d messages, %d bytes, want 0, 0", len(c.asm.list), c.asm.bytes)
+	}
+}
+
+func TestHostileSplitBytes(t *testing.T) {
+	const limit = 10_000
+	cases := []struct {
+		name   string
+		count  uint32
+		size   int
+		accept int // fragments accepted before the refusal
+	}{
+		// 100·24 announced + 7·1000 = 9400; the 8th would make 10400.
+		{name: "fragments fill the limit", count: 100, size: 1000, accept: 7},
+		// 8192·24 announced bytes alone exceed the limit.
+		{name: "announced count exceeds the limit", count: 8192, size: 10, accept: 0},
+		{name: "one fragment exceeds the limit", count: 2, size: 1300, accept: 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{MaxSplitBytes: limit})
+			for i := range tc.accept + 1 {
+				id, index := uint16(1), uint32(i)
+				if tc.count == 2 {
+					id, index = uint16(i), 0 // a new message per fragment
+				}
+				d := dataDatagram(uint32(i), splitFrame(uint32(i), id, tc.count, index, make([]byte, tc.size)))
+				if i < tc.accept {
+					mustHandle(t, b.Layer, t0, d)
+					continue
+				}
+				handleRefused(t, b.Layer, t0, d, errSplitBytes)
+			}
+			if b.asm.bytes > limit {
+				t.Errorf("assembler bytes: got %v, want <= %v", b.asm.bytes, limit)
+			}
+			sum := 0
+			for _, m := range b.asm.list {
+				sum += m.bytes
+			}
+			if sum != b.asm.bytes {
+				t.Errorf("assembler bytes: got %v, want the sum of its messages %v", b.asm.bytes, sum)
+			}
+		})
+	}
+}
+
+func TestHostileReliableIndex(t *testing.T) {
+	const window = 256
+	cases := []struct {
+		name    string
+		first   uint32 // indexes 0..first-1 arrive first
+		index   uint32
+		want    error
+		deliver bool // delivered once the gap before it is filled
+	}{
+		{name: "2^23 ahead reads as old", index: 1 << 23},
+		{name: "2^23 ahead of a moved base", first: 10, index: 10 + 1<<23},
+		{name: "window ahead", index: window, want: errTooFarAhead},
+		{name: "far ahead", index: 1<<23 - 1, want: errTooFarAhead},
+		{name: "last in the window", index: window - 1, deliver: true},
+		{name: "window ahead of a moved base", first: 10, index: 10 + window, want: errTooFarAhead},
+		// From base 10 the four words reach 255: a span of 246, not 256.
+		// Refusing 265 unacknowledged is fine (the sender resends it once
+		// the base moves); acknowledging and then dropping it is not.
+		{name: "window ahead of a moved base, unaligned", first: 10, index: 10 + window - 1, want: errTooFarAhead},
+		{name: "last word of a moved base", first: 10, index: 255, deliver: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{ReliableWindow: window})
+			dn := uint32(0)
+			for i := range tc.first {
+				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
+				dn++
+			}
+			base := b.relWin.base
+			n := len(b.got)
+			d := dataDatagram(dn, reliableFrame(tc.index, []byte("far")))
+			if tc.want != nil {
+				handleRefused(t, b.Layer, t0, d, tc.want)
+			} else {
+				err := b.HandleDatagram(t0, d)
+				if err != nil && acked(b.Layer, dn) {
+					// Acknowledged but not kept: the sender would never
+					// resend it, so the message would be lost.
+					t.Fatalf("HandleDatagram: got error %v for a datagram it acknowledged", err)
+				}
+				if err != nil {
+					t.Fatalf("HandleDatagram: got error %v, want nil", err)
+				}
+			}
+			dn++
+			if b.relWin.base != base {
+				t.Errorf("reliable window base: got %v, want %v", b.relWin.base-absBase, base-absBase)
+			}
+			if len(b.relWin.ring) > b.relWin.maxWords {
+				t.Errorf("reliable window: got %d words, want <= %d", len(b.relWin.ring), b.relWin.maxWords)
+			}
+			for i := tc.first; i < tc.index && tc.deliver; i++ {
+				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
+				dn++
+			}
+			delivered := false
+			for _, m := range b.got[n:] {
+				delivered = delivered || string(m) == "far"
+			}
+			if delivered != tc.deliver {
+				t.Errorf("message at index %d delivered: got %v, want %v", tc.index, delivered, tc.deliver)
+			}
+		})
+	}
+}
+
+func TestHostileDatagramNumber(t *testing.T) {
+	cases := []struct {
+		name      string
+		number    uint32
+		want      error
+		accepted  bool
+		nack      bool
+		duplicate bool
+	}{
+		{name: "gap limit", number: 1 + maxDatagramGap, want: errAny},
+		{name: "2^23 ahead reads as old", number: 1 + 1<<23, duplicate: true},
+		{name: "2^23-1 ahead", number: 1<<23 - 1, want: errAny},
+		{name: "just inside the gap limit", number: maxDatagramGap, accepted: true},
+		{name: "beyond the NACK range", number: maxNACKGap + 2, accepted: true},
+		{name: "NACK range", number: maxNACKGap + 1, accepted: true, nack: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{})
+			mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{0})))
+			high := b.dgramHigh
+			d := dataDatagram(tc.number, reliableFrame(1, []byte{1}))
+			err := b.HandleDatagram(t0, d)
+			switch {
+			case tc.want != nil:
+				if !matchErr(err, tc.want) {
+					t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
+				}
+				if acked(b.Layer, tc.number) || b.dgramHigh != high || !b.nacks.empty() {
+					t.Errorf("refused datagram changed the state: acked %v, high %v, NACKs %v", acked(b.Layer, tc.number), b.dgramHigh-absBase, b.nacks.iv)
+				}
+				if b.stats.Errors != 1 {
+					t.Errorf("Stats.Errors: got %v, want 1", b.stats.Errors)
+				}
+			case err != nil:
+				t.Fatalf("HandleDatagram: got error %v, want nil", err)
+			}
+			if got := acked(b.Layer, tc.number); got != tc.accepted {
+				t.Errorf("acked: got %v, want %v", got, tc.accepted)
+			}
+			if got := !b.nacks.empty(); got != tc.nack {
+				t.Errorf("NACK pending: got %v, want %v", got, tc.nack)
+			}
+			if got := b.stats.DuplicateDatagrams == 1; got != tc.duplicate {
+				t.Errorf("counted as duplicate: got %v, want %v", got, tc.duplicate)
+			}
+			if got := len(b.got) == 2; got != tc.accepted {
+				t.Errorf("frame delivered: got %v, want %v", got, tc.accepted)
+			}
+			if len(b.dgramWin.ring) > datagramWindowSpan/64 {
+				t.Errorf("datagram window: got %d words, want <= %d", len(b.dgramWin.ring), datagramWindowSpan/64)
+			}
+			if len(b.acks.iv) > maxAckIntervals || len(b.nacks.iv) > maxAckIntervals {
+				t.Errorf("ACK sets: got %d and %d intervals, want <= %d", len(b.acks.iv), len(b.nacks.iv), maxAckIntervals)
+			}
+		})
+	}
+}
+
+// errAny marks a case that wants an error without a sentinel to match.
+var errAny = errors.New("any error")
+
+// matchErr reports whether err is want, or any error for errAny.
+func matchErr(err, want error) bool {
+	if want == errAny {
+		return err != nil
+	}
+	return errors.Is(err, want)
+}
+
+// TestHostileDatagramStorm sends datagrams with scattered numbers, each
+// leaving a gap, and checks that the ACK and NACK sets and the window stay
+// within their caps.
+func TestHostileDatagramStorm(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	n := uint32(0)
+	for i := range 5000 {
+		n += 2 + uint32(i%3)
+		_ = b.HandleDatagram(t0, dataDatagram(n&uint32(wire.MaxUint24), wire.Frame{Reliability: wire.Unreliable, Payload: []byte{1}}))
+		if len(b.acks.iv) > maxAckIntervals || len(b.nacks.iv) > maxAckIntervals {
+			t.Fatalf("after %d datagrams: ACK sets hold %d and %d intervals, want <= %d", i, len(b.acks.iv), len(b.nacks.iv), maxAckIntervals)
+		}
+	}
+	if len(b.dgramWin.ring) > datagramWindowSpan/64 {
+		t.Errorf("datagram window: got %d words, want <= %d", len(b.dgramWin.ring), datagramWindowSpan/64)
+	}
+	// Flushing sends datagrams no larger than MaxDatagram.
+	for _, d := range drain(b.Layer, t0.Add(time.Second)) {
+		if len(d) > testMaxDatagram {
+			t.Errorf("ACK datagram: got %d bytes, want <= %d", len(d), testMaxDatagram)
+		}
+		decodeAck(t, d)
+	}
+	if !b.acks.empty() || !b.nacks.empty() {
+		t.Errorf("after flushing: got %d ACK and %d NACK intervals, want none", len(b.acks.iv), len(b.nacks.iv))
+	}
+}
+
+func TestHostileAck(t *testing.T) {
+	// rawAck writes records as given, bypassing the encoder.
+	rawAck := func(id byte, count int, records ...[]byte) []byte {
+		b := []byte{id, byte(count >> 8), byte(count)}
+		for _, r := range records {
+			b = append(b, r...)
+		}
+		return b
+	}
+	rangeRec := func(lo, hi wire.Uint24) []byte {
+		return wire.AppendUint24(wire.AppendUint24([]byte{0}, lo), hi)
+	}
+	var many [][]byte
+	for i := range wire.MaxAckRecords + 1 {
+		many = append(many, []byte{1, byte(i), byte(i >> 8), 0})
+	}
+	cases := []struct {
+		name string
+		d    []byte
+		want error // nil: accepted and harmless
+	}{
+		{name: "millions of numbers", d: rawAck(0xc0, 1, rangeRec(0, wire.MaxUint24-1)), want: wire.ErrTooMany},
+		{name: "millions of numbers NACKed", d: rawAck(0xa0, 1, rangeRec(0, wire.MaxUint24-1)), want: wire.ErrTooMany},
+		{name: "many ranges adding up", d: rawAck(0xc0, 3, rangeRec(0, 40000), rangeRec(40001, 65535), rangeRec(70000, 80000)), want: wire.ErrTooMany},
+		{name: "too many records", d: rawAck(0xc0, len(many), many...), want: wire.ErrTooMany},
+		{name: "reversed range", d: rawAck(0xc0, 1, rangeRec(10, 5)), want: wire.ErrInvalid},
+		{name: "count beyond the bytes", d: rawAck(0xc0, 1000, rangeRec(0, 1)), want: io.ErrUnexpectedEOF},
+		{name: "never sent, ahead", d: ackDatagram(false, wire.AckRange{Start: 100, End: 60000})},
+		{name: "never sent, behind", d: ackDatagram(false, wire.AckRange{Start: wire.MaxUint24 - 50000, End: wire.MaxUint24})},
+		{name: "never sent, half way round", d: ackDatagram(false, wire.AckRange{Start: 1 << 23, End: 1<<23 + 60000})},
+		{name: "NACK never sent", d: ackDatagram(true, wire.AckRange{Start: 100, End: 60000})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestPeer(t, Config{})
+			for i := range 3 {
+				mustSend(t, a.Layer, t0, msg(i, 1000), wire.ReliableWithAckReceipt, 0)
+			}
+			mustSend(t, a.Layer, t0, msg(3, 100), wire.UnreliableWithAckReceipt, 0)
+			if got := len(drain(a.Layer, t0)); got != 3 {
+				t.Fatalf("sent %d datagrams, want 3", got)
+			}
+			before := a.Stats()
+			deadline := a.NextDeadline(t0)
+			if err := a.HandleDatagram(t0.Add(ms(10)), tc.d); !matchErr(err, tc.want) {
+				t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
+			}
+			after := a.Stats()
+			if after.InFlight != before.InFlight || after.Buffered != before.Buffered || after.Window != before.Window || after.DatagramsLost != 0 || after.SRTT != 0 {
+				t.Errorf("state changed: got %+v, want as before %+v", after, before)
+			}
+			if len(a.receipts) != 0 {
+				t.Errorf("receipts: got %v, want none", a.receipts)
+			}
+			if got := a.NextDeadline(t0.Add(ms(10))); !got.Equal(deadline) {
+				t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), deadline.Sub(t0))
+			}
+			if ds := drain(a.Layer, t0.Add(ms(10))); len(ds) != 0 {
+				t.Errorf("sent %d datagrams, want none", len(ds))
+			}
+		})
+	}
+	// An ACK before anything was sent is ignored too.
+	a := newTestPeer(t, Config{})
+	mustHandle(t, a.Layer, t0, ackDatagram(false, wire.AckRange{Start: 0, End: 1000}))
+	mustHandle(t, a.Layer, t0, ackDatagram(true, wire.AckRange{Start: 0, End: 1000}))
+	if !a.Idle() || !a.NextDeadline(t0).IsZero() {
+		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", a.Idle(), a.NextDeadline(t0))
+	}
+}
+
+func TestHostileOrderQueue(t *testing.T) {
+	const queue, limit = 1024, 5000
+	cases := []struct {
+		name       string
+		indexes    []uint32 // order indexes on channel 7, in arrival order
+		refused    int      // position of the refused one, -1 for none
+		wantBytes  int      // queued bytes before the gap is filled
+		maxRing    int
+		delivered  int // delivered after index 0 arrives
+		afterBytes int // queued bytes then
+	}{
+		{name: "queue limit", indexes: []uint32{queue}, refused: 0, delivered: 1},
+		{name: "far ahead", indexes: []uint32{1<<23 - 1}, refused: 0, delivered: 1},
+		{name: "last in the queue", indexes: []uint32{queue - 1}, refused: -1, wantBytes: 1000, maxRing: queue, delivered: 1, afterBytes: 1000},
+		// 2^23 ahead reads as old: dropped, not queued.
+		{name: "2^23 ahead", indexes: []uint32{1 << 23}, refused: -1, delivered: 1},
+		{name: "byte limit", indexes: []uint32{1, 2, 3, 4, 5, 6}, refused: 5, wantBytes: 5000, maxRing: 8, delivered: 6},
+		{name: "duplicate queued once", indexes: []uint32{2, 2, 1}, refused: -1, wantBytes: 2000, maxRing: 8, delivered: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{MaxOrderQueue: queue, MaxOrderBytes: limit})
+			rel := uint32(0)
+			for i, idx := range tc.indexes {
+				f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(idx), OrderChannel: 7, Payload: bytes.Repeat([]byte{byte(idx)}, 1000)}
+				d := dataDatagram(rel, f)
+				if i == tc.refused {
+					handleRefused(t, b.Layer, t0, d, errOrderQueueFull)
+				} else {
+					mustHandle(t, b.Layer, t0, d)
+				}
+				rel++
+			}
+			c := &b.order.ch[7]
+			if b.order.bytes != tc.wantBytes {
+				t.Errorf("queued bytes: got %v, want %v", b.order.bytes, tc.wantBytes)
+			}
+			if len(c.ring) > tc.maxRing {
+				t.Errorf("ring slots: got %v, want <= %v", len(c.ring), tc.maxRing)
+			}
+			if len(b.got) != 0 {
+				t.Fatalf("delivered %d messages before index 0, want 0", len(b.got))
+			}
+			mustHandle(t, b.Layer, t0, dataDatagram(rel, wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderChannel: 7, Payload: []byte{0}}))
+			if len(b.got) != tc.delivered {
+				t.Errorf("delivered: got %v, want %v", len(b.got), tc.delivered)
+			}
+			for i, m := range b.got {
+				if m[0] != byte(i) {
+					t.Errorf("delivery %d: got message %d, want %d", i, m[0], i)
+				}
+			}
+			if b.order.bytes != tc.afterBytes {
+				t.Errorf("queued bytes after delivery: got %v, want %v", b.order.bytes, tc.afterBytes)
+			}
+		})
+	}
+}
+
+// TestHostileOrderQueueAllChannels fills every channel's queue to the cap
+// with one tiny message each and reports the memory the rings take: the
+// cap bounds it, but the ring's slice headers are not counted against
+// MaxOrderBytes.
+func TestHostileOrderQueueAllChannels(t *testing.T) {
+	const queue = 4096
+	b := newTestPeer(t, Config{MaxOrderQueue: queue})
+	for ch := range uint32(wire.NumOrderChannels) {
+		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(ch), OrderIndex: queue - 1, OrderChannel: uint8(ch), Payload: []byte{1}}
+		mustHandle(t, b.Layer, t0, dataDatagram(ch, f))
+	}
+	slots := 0
+	for ch := range b.order.ch {
+		if n := len(b.order.ch[ch].ring); n > queue {
+			t.Errorf("channel %d ring: got %d slots, want <= %d", ch, n, queue)
+		}
+		slots += len(b.order.ch[ch].ring)
+	}
+	if b.order.bytes != wire.NumOrderChannels {
+		t.Errorf("queued bytes: got %v, want %v", b.order.bytes, wire.NumOrderChannels)
+	}
+	t.Logf("%d one-byte messages hold %d ring slots (%d KiB of slice headers)", wire.NumOrderChannels, slots, slots*24/1024)
+}
+
+func TestStaleSplitExpiry(t *testing.T) {
+	const timeout = 30 * time.Second
+	b := newTestPeer(t, Config{SplitTimeout: timeout})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 5, 3, 0, []byte("a"))))
+	mustHandle(t, b.Layer, t0.Add(ms(1)), dataDatagram(1, splitFrame(1, 6, 2, 0, []byte("b"))))
+	if got, want := b.NextDeadline(t0), t0.Add(DefaultAckDelay); !got.Equal(want) {
+		t.Errorf("NextDeadline with an ACK pending: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	drain(b.Layer, t0.Add(DefaultAckDelay))
+	if got, want := b.NextDeadline(t0.Add(DefaultAckDelay)), t0.Add(timeout); !got.Equal(want) {
+		t.Fatalf("NextDeadline: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	drain(b.Layer, t0.Add(timeout-1))
+	if len(b.asm.list) != 2 {
+		t.Fatalf("1ns before the timeout: got %d messages in progress, want 2", len(b.asm.list))
+	}
+	drain(b.Layer, t0.Add(timeout))
+	if len(b.asm.list) != 1 || b.asm.list[0].id != 6 {
+		t.Fatalf("at the timeout: got %d messages in progress, want only split 6", len(b.asm.list))
+	}
+	if got, want := b.NextDeadline(t0.Add(timeout)), t0.Add(timeout+ms(1)); !got.Equal(want) {
+		t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	drain(b.Layer, t0.Add(timeout+ms(1)))
+	if len(b.asm.list) != 0 || b.asm.bytes != 0 {
+		t.Errorf("after both timeouts: got %d messages, %d bytes, want 0, 0", len(b.asm.list), b.asm.bytes)
+	}
+	if got := b.Stats().Errors; got != 2 {
+		t.Errorf("Stats.Errors: got %v, want 2", got)
+	}
+	if got := b.NextDeadline(t0.Add(timeout + ms(1))); !got.IsZero() {
+		t.Errorf("NextDeadline when empty: got %v, want zero", got.Sub(t0))
+	}
+	if len(b.got) != 0 {
+		t.Errorf("delivered: got %d messages, want 0", len(b.got))
+	}
+}
+
+// TestSlowSplitNotExpired: a message whose fragments keep arriving is not
+// dropped however long it takes in total; its fragments were acknowledged,
+// so dropping it would lose it for good.
+func TestSlowSplitNotExpired(t *testing.T) {
+	const timeout = 30 * time.Second
+	b := newTestPeer(t, Config{SplitTimeout: timeout})
+	const count = 5
+	for i := range uint32(count) {
+		now := t0.Add(time.Duration(i) * 20 * time.Second)
+		drain(b.Layer, now)
+		mustHandle(t, b.Layer, now, dataDatagram(i, splitFrame(i, 9, count, i, []byte{byte('a' + i)})))
+		drain(b.Layer, now.Add(DefaultAckDelay))
+		if i < count-1 {
+			if got, want := b.NextDeadline(now.Add(DefaultAckDelay)), now.Add(timeout); !got.Equal(want) {
+				t.Errorf("fragment %d: NextDeadline: got %v, want %v", i, got.Sub(t0), want.Sub(t0))
+			}
+		}
+	}
+	if len(b.got) != 1 || string(b.got[0]) != "abcde" {
+		t.Errorf("delivered: got %q, want [abcde]", b.got)
+	}
+	if b.Stats().Errors != 0 {
+		t.Errorf("Stats.Errors: got %v, want 0", b.Stats().Errors)
+	}
+}
+
+func TestDuplicateFragment(t *testing.T) {
+	cases := []struct {
+		name   string
+		frames []wire.Frame // one per datagram
+	}{
+		{name: "same fragment resent", frames: []wire.Frame{
+			splitFrame(0, 1, 2, 0, []byte("ab")), splitFrame(0, 1, 2, 0, []byte("ab")), splitFrame(1, 1, 2, 1, []byte("cd")), splitFrame(1, 1, 2, 1, []byte("cd")),
+		}},
+		{name: "same fragment under new reliable indexes", frames: []wire.Frame{
+			splitFrame(0, 1, 2, 0, []byte("ab")), splitFrame(1, 1, 2, 0, []byte("XX")), splitFrame(2, 1, 2, 1, []byte("cd")), splitFrame(0, 1, 2, 1, []byte("cd")),
+		}},
+		{name: "unreliable fragments", frames: []wire.Frame{
+			{Split: true, SplitID: 1, SplitCount: 2, SplitIndex: 0, Payload: []byte("ab")},
+			{Split: true, SplitID: 1, SplitCount: 2, SplitIndex: 0, Payload: []byte("XX")},
+			{Split: true, SplitID: 1, SplitCount: 2, SplitIndex: 1, Payload: []byte("cd")},
+		}},
+		{name: "whole message replayed", frames: []wire.Frame{
+			splitFrame(0, 1, 2, 0, []byte("ab")), splitFrame(1, 1, 2, 1, []byte("cd")), splitFrame(0, 1, 2, 0, []byte("ab")), splitFrame(1, 1, 2, 1, []byte("cd")),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{})
+			for i, f := range tc.frames {
+				mustHandle(t, b.Layer, t0, dataDatagram(uint32(i), f))
+			}
+			if len(b.got) != 1 || string(b.got[0]) != "abcd" {
+				t.Errorf("delivered: got %q, want [abcd] once", b.got)
+			}
+			if len(b.asm.list) > 1 {
+				t.Errorf("messages in progress: got %v, want <= 1", len(b.asm.list))
+			}
+		})
+	}
+	// The assembler alone never completes a message twice: duplicates of
+	// a message in progress are dropped. (Once complete its id is free;
+	// split ids wrap, so a later fragment starts a new message.)
+	for _, seq := range [][]uint32{{0, 0, 0, 1}, {0, 1, 1, 1, 2}, {2, 2, 1, 0}} {
+		a := assembler{maxCount: 8, maxConc: 4, maxBytes: 1 << 20, timeout: time.Second}
+		completions := 0
+		for _, idx := range seq {
+			f := wire.Frame{Split: true, SplitID: 3, SplitCount: uint32(slices.Max(seq) + 1), SplitIndex: idx, Payload: []byte{byte(idx)}}
+			whole, err := a.add(&f, t0)
+			if err != nil {
+				t.Fatalf("add: got error %v, want nil", err)
+			}
+			if whole != nil {
+				completions++
+			}
+		}
+		if completions != 1 || len(a.list) != 0 || a.bytes != 0 {
+			t.Errorf("fragments %v: got %d completions, %d in progress, %d bytes, want 1, 0, 0", seq, completions, len(a.list), a.bytes)
+		}
+	}
+}
+
+func TestSplitShapeMismatch(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 3, 0, []byte("a"))))
+	err := b.HandleDatagram(t0, dataDatagram(1, splitFrame(1, 1, 5, 4, []byte("b"))))
+	if !errors.Is(err, errSplitShape) {
+		t.Errorf("HandleDatagram: got error %v, want %v", err, errSplitShape)
+	}
+	if m := b.asm.list[0]; m.received != 1 || len(m.parts) != 3 {
+		t.Errorf("message in progress: got %d received of %d, want 1 of 3", m.received, len(m.parts))
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		size int
+		r    wire.Reliability
+		ch   uint8
+		want error
+	}{
+		{name: "too large", size: 1001, r: wire.ReliableOrdered, want: ErrMessageTooLarge},
+		{name: "largest", size: 1000, r: wire.ReliableOrdered},
+		{name: "empty", size: 0, r: wire.Reliable, want: ErrEmptyMessage},
+		{name: "reliability 8", size: 10, r: 8, want: ErrReliability},
+		{name: "reliability 255", size: 10, r: 255, want: ErrReliability},
+		{name: "channel 32", size: 10, r: wire.ReliableOrdered, ch: 32, want: ErrInvalidChannel},
+		{name: "channel 255", size: 10, r: wire.Unreliable, ch: 255, want: ErrInvalidChannel},
+		{name: "channel 31", size: 10, r: wire.ReliableSequenced, ch: 31},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestPeer(t, Config{MaxMessageSize: 1000})
+			_, err := a.Send(t0, make([]byte, tc.size), tc.r, tc.ch)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Send: got error %v, want %v", err, tc.want)
+			}
+			wantBuf := 0
+			if tc.want == nil {
+				wantBuf = tc.size
+			}
+			if a.Buffered() != wantBuf || (a.pending.len() == 0) != (tc.want != nil) {
+				t.Errorf("after Send: got Buffered %v, %d pending, want %v", a.Buffered(), a.pending.len(), wantBuf)
+			}
+			if tc.want != nil && a.Stats().MessagesSent != 0 {
+				t.Errorf("MessagesSent: got %v, want 0", a.Stats().MessagesSent)
+			}
+		})
+	}
+	// The default limit is DefaultMaxMessageSize.
+	a := newTestPeer(t, Config{})
+	if _, err := a.Send(t0, make([]byte, DefaultMaxMessageSize+1), wire.Reliable, 0); !errors.Is(err, ErrMessageTooLarge) {
+		t.Errorf("Send above the default limit: got error %v, want %v", err, ErrMessageTooLarge)
+	}
+}
+
+func TestSendBufferFull(t *testing.T) {
+	const limit = 10_000
+	a := newTestPeer(t, Config{MaxSendBuffer: limit})
+	for i := range limit / 1000 {
+		mustSend(t, a.Layer, t0, msg(i, 1000), wire.ReliableOrdered, 0)
+	}
+	if _, err := a.Send(t0, []byte{1}, wire.ReliableOrdered, 0); !errors.Is(err, ErrSendBufferFull) {
+		t.Fatalf("Send into a full buffer: got error %v, want %v", err, ErrSendBufferFull)
+	}
+	if a.Buffered() != limit || a.pending.len() != limit/1000 {
+		t.Errorf("after a refused Send: got Buffered %v, %d pending, want %v, %v", a.Buffered(), a.pending.len(), limit, limit/1000)
+	}
+	// Sending does not free the buffer; the ACK does.
+	ds := drain(a.Layer, t0)
+	if a.Buffered() != limit {
+		t.Errorf("Buffered while in flight: got %v, want %v", a.Buffered(), limit)
+	}
+	if _, err := a.Send(t0, []byte{1}, wire.ReliableOrdered, 0); !errors.Is(err, ErrSendBufferFull) {
+		t.Fatalf("Send while in flight: got error %v, want %v", err, ErrSendBufferFull)
+	}
+	mustHandle(t, a.Layer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: wire.Uint24(len(ds) - 1)}))
+	if a.Buffered() != 0 {
+		t.Errorf("Buffered after the ACK: got %v, want 0", a.Buffered())
+	}
+	mustSend(t, a.Layer, t0.Add(ms(10)), msg(99, 1000), wire.ReliableOrdered, 0)
+	// One message larger than the whole buffer is accepted when it is empty.
+	b := newTestPeer(t, Config{MaxSendBuffer: limit})
+	mustSend(t, b.Layer, t0, make([]byte, 3*limit), wire.Reliable, 0)
+	if _, err := b.Send(t0, []byte{1}, wire.Reliable, 0); !errors.Is(err, ErrSendBufferFull) {
+		t.Errorf("Send after an oversized message: got error %v, want %v", err, ErrSendBufferFull)
+	}
+}
+
+func TestHostileFrameFields(t *testing.T) {
+	cases := []struct {
+		name    string
+		d       []byte
+		want    error // nil: accepted
+		deliver string
+	}{
+		// flags 0x60 (ReliableOrdered), 8 bits, reliable 0, order 0, channel 32.
+		{name: "channel 32", d: []byte{0x84, 0, 0, 0, 0x60, 0, 8, 0, 0, 0, 0, 0, 0, 32, 'x'}, want: wire.ErrInvalid},
+		{name: "split count 0", d: []byte{0x84, 0, 0, 0, 0x10, 0, 8, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 'x'}, want: wire.ErrInvalid},
+		{name: "split index beyond count", d: []byte{0x84, 0, 0, 0, 0x10, 0, 8, 0, 0, 0, 2, 0, 1, 0, 0, 0, 2, 'x'}, want: wire.ErrInvalid},
+		{name: "empty payload", d: []byte{0x84, 0, 0, 0, 0x00, 0, 0}, want: wire.ErrInvalid},
+		{name: "truncated", d: []byte{0x84, 0, 0, 0, 0x00, 0, 16, 'x'}, want: io.ErrUnexpectedEOF},
+		{name: "not valid", d: []byte{0x04, 0, 0, 0, 0x00, 0, 8, 'x'}, want: errAny},
+		{name: "empty datagram", d: []byte{}, want: errAny},
+		// Reliabilities 5-7 on the wire read as 0, 2 and 3.
+		{name: "reliability 5", d: []byte{0x84, 0, 0, 0, 0xa0, 0, 8, 'x'}, deliver: "x"},
+		{name: "reliability 6", d: []byte{0x84, 0, 0, 0, 0xc0, 0, 8, 0, 0, 0, 'y'}, deliver: "y"},
+		{name: "reliability 7", d: []byte{0x84, 0, 0, 0, 0xe0, 0, 8, 0, 0, 0, 0, 0, 0, 5, 'z'}, deliver: "z"},
+		{name: "header only", d: []byte{0x84, 0, 0, 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{})
+			if err := b.HandleDatagram(t0, tc.d); !matchErr(err, tc.want) {
+				t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
+			}
+			if got := acked(b.Layer, 0); got != (tc.want == nil) {
+				t.Errorf("acked: got %v, want %v", got, tc.want == nil)
+			}
+			var got string
+			for _, m := range b.got {
+				got += string(m)
+			}
+			if got != tc.deliver {
+				t.Errorf("delivered: got %q, want %q", got, tc.deliver)
+			}
+		})
+	}
+}

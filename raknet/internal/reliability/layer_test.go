@@ -1,0 +1,570 @@
+package reliability
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// testMaxDatagram is the UDP payload of a 1400-byte MTU over IPv4.
+const testMaxDatagram = 1400 - 28
+
+// testPeer is a Layer with its deliveries and receipts recorded.
+type testPeer struct {
+	*Layer
+	got      [][]byte
+	receipts []receiptEvent
+}
+
+func newTestPeer(t testing.TB, cfg Config) *testPeer {
+	t.Helper()
+	p := &testPeer{}
+	if cfg.MaxDatagram == 0 {
+		cfg.MaxDatagram = testMaxDatagram
+	}
+	cfg.Deliver = func(m []byte) { p.got = append(p.got, append([]byte(nil), m...)) }
+	cfg.Receipt = func(id uint32, acked bool) { p.receipts = append(p.receipts, receiptEvent{id, acked}) }
+	p.Layer = New(cfg, t0)
+	return p
+}
+
+// drain returns every datagram l has to send at now.
+func drain(l *Layer, now time.Time) [][]byte {
+	var out [][]byte
+	for {
+		d := l.AppendDatagram(nil, now)
+		if d == nil {
+			return out
+		}
+		out = append(out, d)
+	}
+}
+
+// mustSend queues p and fails the test on an error.
+func mustSend(t testing.TB, l *Layer, now time.Time, p []byte, r wire.Reliability, ch uint8) uint32 {
+	t.Helper()
+	id, err := l.Send(now, p, r, ch)
+	if err != nil {
+		t.Fatalf("Send(%d bytes, %v, %d): got error %v, want nil", len(p), r, ch, err)
+	}
+	return id
+}
+
+// mustHandle feeds d to l and fails the test on an error.
+func mustHandle(t testing.TB, l *Layer, now time.Time, d []byte) {
+	t.Helper()
+	if err := l.HandleDatagram(now, d); err != nil {
+		t.Fatalf("HandleDatagram(% x): got error %v, want nil", d[:min(len(d), 24)], err)
+	}
+}
+
+// dataDatagram encodes a data datagram numbered n carrying frames.
+func dataDatagram(n uint32, frames ...wire.Frame) []byte {
+	h := wire.DatagramHeader{Flags: wire.FlagValid | wire.FlagNeedsBAndAS, Number: wire.Uint24(n)}
+	b := h.Append(nil)
+	for i := range frames {
+		b = frames[i].Append(b)
+	}
+	return b
+}
+
+// ackDatagram encodes an ACK or NACK of the given ranges.
+func ackDatagram(nack bool, ranges ...wire.AckRange) []byte {
+	a := wire.Ack{NACK: nack, Ranges: ranges}
+	return a.Append(nil)
+}
+
+// reliableFrame is a Reliable frame with reliable index idx.
+func reliableFrame(idx uint32, p []byte) wire.Frame {
+	return wire.Frame{Reliability: wire.Reliable, ReliableIndex: wire.Uint24(idx), Payload: p}
+}
+
+// decodeData decodes a data datagram, failing the test on ACKs and errors.
+func decodeData(t testing.TB, d []byte) (wire.Uint24, []wire.Frame) {
+	t.Helper()
+	var h wire.DatagramHeader
+	n, err := h.Decode(d)
+	if err != nil {
+		t.Fatalf("decode data datagram % x: %v", d[:min(len(d), 16)], err)
+	}
+	var frames []wire.Frame
+	for rest := d[n:]; len(rest) > 0; {
+		var f wire.Frame
+		k, err := f.Decode(rest)
+		if err != nil {
+			t.Fatalf("decode frame: %v", err)
+		}
+		frames = append(frames, f)
+		rest = rest[k:]
+	}
+	return h.Number, frames
+}
+
+// decodeAck decodes an ACK or NACK datagram, failing the test otherwise.
+func decodeAck(t testing.TB, d []byte) wire.Ack {
+	t.Helper()
+	var a wire.Ack
+	if len(d) == 0 || d[0]&(wire.FlagACK|wire.FlagNACK) == 0 {
+		t.Fatalf("datagram % x: got data, want ACK or NACK", d[:min(len(d), 16)])
+	}
+	if _, err := a.Decode(d); err != nil {
+		t.Fatalf("decode ACK % x: %v", d, err)
+	}
+	return a
+}
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+func TestAckDelay(t *testing.T) {
+	cases := []struct {
+		name     string
+		ackDelay time.Duration
+		arrivals []time.Duration // offset at which datagram i arrives
+		due      time.Duration   // when NextDeadline says the ACK is due
+		want     []wire.AckRange // the ACK sent at due
+	}{
+		{name: "one datagram waits the delay", arrivals: []time.Duration{0}, due: DefaultAckDelay, want: []wire.AckRange{{Start: 0, End: 0}}},
+		{name: "delay runs from the first", arrivals: []time.Duration{0, ms(3), ms(4.9)}, due: DefaultAckDelay, want: []wire.AckRange{{Start: 0, End: 2}}},
+		{name: "configured delay", ackDelay: ms(20), arrivals: []time.Duration{ms(1), ms(2)}, due: ms(21), want: []wire.AckRange{{Start: 0, End: 1}}},
+		{name: "below the threshold waits", arrivals: make([]time.Duration, ackNowThreshold-1), due: DefaultAckDelay, want: []wire.AckRange{{Start: 0, End: ackNowThreshold - 2}}},
+		{name: "threshold sends at once", arrivals: make([]time.Duration, ackNowThreshold), due: 0, want: []wire.AckRange{{Start: 0, End: ackNowThreshold - 1}}},
+		{name: "threshold reached later", arrivals: append(make([]time.Duration, ackNowThreshold-1), ms(2)), due: ms(2), want: []wire.AckRange{{Start: 0, End: ackNowThreshold - 1}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{AckDelay: tc.ackDelay})
+			var last time.Duration
+			for i, at := range tc.arrivals {
+				mustHandle(t, b.Layer, t0.Add(at), dataDatagram(uint32(i), reliableFrame(uint32(i), []byte{byte(i)})))
+				last = at
+				if i < len(tc.arrivals)-1 {
+					if d := b.AppendDatagram(nil, t0.Add(at)); d != nil {
+						t.Fatalf("after datagram %d: got % x, want no datagram", i, d)
+					}
+				}
+			}
+			if got, want := b.NextDeadline(t0.Add(last)), t0.Add(tc.due); !got.Equal(want) {
+				t.Fatalf("NextDeadline: got %v, want %v", got.Sub(t0), tc.due)
+			}
+			if tc.due > last {
+				if d := b.AppendDatagram(nil, t0.Add(tc.due-1)); d != nil {
+					t.Fatalf("1ns before the ACK is due: got % x, want no datagram", d)
+				}
+			}
+			d := b.AppendDatagram(nil, t0.Add(tc.due))
+			if d == nil {
+				t.Fatalf("at %v: got no datagram, want an ACK", tc.due)
+			}
+			a := decodeAck(t, d)
+			if a.NACK || !slices.Equal(a.Ranges, tc.want) {
+				t.Errorf("ACK: got NACK=%v %v, want NACK=false %v", a.NACK, a.Ranges, tc.want)
+			}
+			if d := b.AppendDatagram(nil, t0.Add(tc.due)); d != nil {
+				t.Errorf("after the ACK: got % x, want no datagram", d)
+			}
+			if got := b.NextDeadline(t0.Add(tc.due)); !got.IsZero() {
+				t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))
+			}
+			if !b.Idle() {
+				t.Errorf("Idle after the ACK: got false, want true")
+			}
+		})
+	}
+}
+
+func TestNACKForGap(t *testing.T) {
+	cases := []struct {
+		name     string
+		numbers  []uint32 // datagram numbers, in arrival order, all at t0
+		nack     []wire.AckRange
+		ack      []wire.AckRange
+		start    uint32 // InitialRecv
+		nackSent uint64
+	}{
+		{name: "no gap", numbers: []uint32{0, 1, 2}, ack: []wire.AckRange{{Start: 0, End: 2}}},
+		{name: "gap", numbers: []uint32{0, 3}, nack: []wire.AckRange{{Start: 1, End: 2}}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: 3, End: 3}}, nackSent: 1},
+		{name: "gap at the start", numbers: []uint32{2}, nack: []wire.AckRange{{Start: 0, End: 1}}, ack: []wire.AckRange{{Start: 2, End: 2}}, nackSent: 1},
+		{name: "two gaps", numbers: []uint32{0, 2, 5}, nack: []wire.AckRange{{Start: 1, End: 1}, {Start: 3, End: 4}}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: 2, End: 2}, {Start: 5, End: 5}}, nackSent: 1},
+		{name: "late arrival leaves the NACK", numbers: []uint32{0, 3, 1}, nack: []wire.AckRange{{Start: 2, End: 2}}, ack: []wire.AckRange{{Start: 0, End: 1}, {Start: 3, End: 3}}, nackSent: 1},
+		{name: "gap filled", numbers: []uint32{0, 2, 1}, ack: []wire.AckRange{{Start: 0, End: 2}}},
+		{name: "duplicate is acked again", numbers: []uint32{0, 0}, ack: []wire.AckRange{{Start: 0, End: 0}}},
+		{name: "gap across the wrap", start: uint32(wire.MaxUint24) - 1, numbers: []uint32{uint32(wire.MaxUint24) - 1, 1}, nack: []wire.AckRange{{Start: wire.MaxUint24, End: 0}}, ack: []wire.AckRange{{Start: wire.MaxUint24 - 1, End: wire.MaxUint24 - 1}, {Start: 1, End: 1}}, nackSent: 1},
+		// Larger gaps are left to the sender's timeout.
+		{name: "gap too large", numbers: []uint32{0, maxNACKGap + 2}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: maxNACKGap + 2, End: maxNACKGap + 2}}},
+		{name: "largest gap", numbers: []uint32{0, maxNACKGap + 1}, nack: []wire.AckRange{{Start: 1, End: maxNACKGap}}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: maxNACKGap + 1, End: maxNACKGap + 1}}, nackSent: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestPeer(t, Config{InitialRecv: tc.start})
+			for i, n := range tc.numbers {
+				mustHandle(t, b.Layer, t0, dataDatagram(n, reliableFrame(tc.start+uint32(i), []byte{1})))
+			}
+			if tc.nack != nil {
+				if got := b.NextDeadline(t0); !got.Equal(t0) {
+					t.Fatalf("NextDeadline with a NACK pending: got %v, want %v", got.Sub(t0), time.Duration(0))
+				}
+				d := b.AppendDatagram(nil, t0)
+				if d == nil {
+					t.Fatalf("got no datagram, want a NACK at once")
+				}
+				if a := decodeAck(t, d); !a.NACK || !slices.Equal(a.Ranges, tc.nack) {
+					t.Errorf("NACK: got NACK=%v %v, want NACK=true %v", a.NACK, a.Ranges, tc.nack)
+				}
+			}
+			// Only the delayed ACK is left.
+			if d := b.AppendDatagram(nil, t0); d != nil {
+				t.Fatalf("got % x, want nothing before the ACK delay", d)
+			}
+			d := b.AppendDatagram(nil, t0.Add(DefaultAckDelay))
+			if d == nil {
+				t.Fatalf("got no datagram, want an ACK")
+			}
+			if a := decodeAck(t, d); a.NACK || !slices.Equal(a.Ranges, tc.ack) {
+				t.Errorf("ACK: got NACK=%v %v, want NACK=false %v", a.NACK, a.Ranges, tc.ack)
+			}
+			if got := b.Stats().NacksSent; got != tc.nackSent {
+				t.Errorf("NacksSent: got %v, want %v", got, tc.nackSent)
+			}
+		})
+	}
+}
+
+// sendFull queues n messages that each fill a datagram and sends them at
+// now, returning the datagrams.
+func sendFull(t *testing.T, a *testPeer, now time.Time, n int, r wire.Reliability) [][]byte {
+	t.Helper()
+	for i := range n {
+		p := bytes.Repeat([]byte{byte(i + 1)}, a.MaxUnsplit(r))
+		mustSend(t, a.Layer, now, p, r, 0)
+	}
+	ds := drain(a.Layer, now)
+	if len(ds) != n {
+		t.Fatalf("sent %d datagrams, want %d", len(ds), n)
+	}
+	return ds
+}
+
+func TestFastResend(t *testing.T) {
+	cases := []struct {
+		name     string
+		sentAt   []time.Duration // when datagram i is sent
+		acked    uint32
+		ackAt    time.Duration
+		resent   []uint32 // reliable indexes resent at once
+		stillOut int      // datagrams still in flight afterwards
+	}{
+		// Datagram 3 acked: 0 is three behind and resent; 1 and 2 wait.
+		{name: "ack of N+3", sentAt: []time.Duration{0, 0, 0, 0}, acked: 3, ackAt: ms(10), resent: []uint32{0}, stillOut: 2},
+		{name: "ack of N+2 waits", sentAt: []time.Duration{0, 0, 0}, acked: 2, ackAt: ms(10), stillOut: 2},
+		{name: "ack of N+4", sentAt: []time.Duration{0, 0, 0, 0, 0}, acked: 4, ackAt: ms(10), resent: []uint32{0, 1}, stillOut: 2},
+		// Datagram 0 was sent more than 9/8 SRTT before the ACK of 1.
+		{name: "sent well before", sentAt: []time.Duration{0, ms(20)}, acked: 1, ackAt: ms(30), resent: []uint32{0}, stillOut: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestPeer(t, Config{})
+			var ds [][]byte
+			for i, at := range tc.sentAt {
+				ds = append(ds, sendFull(t, a, t0.Add(at), 1, wire.Reliable)...)
+				if n, _ := decodeData(t, ds[i]); n != wire.Uint24(i) {
+					t.Fatalf("datagram %d numbered %d", i, n)
+				}
+			}
+			now := t0.Add(tc.ackAt)
+			mustHandle(t, a.Layer, now, ackDatagram(false, wire.AckRange{Start: wire.Uint24(tc.acked), End: wire.Uint24(tc.acked)}))
+			if rto := a.rtt.rto(); tc.ackAt >= rto {
+				t.Fatalf("test needs the ACK before the RTO (%v)", rto)
+			}
+			var resent []uint32
+			for _, d := range drain(a.Layer, now) {
+				n, frames := decodeData(t, d)
+				if n <= wire.Uint24(len(tc.sentAt)-1) {
+					t.Errorf("resend reused datagram number %d", n)
+				}
+				for _, f := range frames {
+					resent = append(resent, uint32(f.ReliableIndex))
+					_, orig := decodeData(t, ds[f.ReliableIndex])
+					if !bytes.Equal(f.Payload, orig[0].Payload) {
+						t.Errorf("resent frame %d: payload differs from the original", f.ReliableIndex)
+					}
+				}
+			}
+			if !slices.Equal(resent, tc.resent) {
+				t.Errorf("resent reliable indexes: got %v, want %v", resent, tc.resent)
+			}
+			st := a.Stats()
+			if st.FramesResent != uint64(len(tc.resent)) {
+				t.Errorf("FramesResent: got %v, want %v", st.FramesResent, len(tc.resent))
+			}
+			var inFlight int
+			for n := a.sendOldest; n < a.sendNext; n++ {
+				if s := a.slot(n); s.inFlight && len(s.frames) > 0 && !s.retrans {
+					inFlight++
+				}
+			}
+			if inFlight != tc.stillOut {
+				t.Errorf("original datagrams still in flight: got %v, want %v", inFlight, tc.stillOut)
+			}
+		})
+	}
+}
+
+// TestResendSurvives sends two ordered messages, loses the first (by NACK
+// or by timeout) and checks that the receiver gets both, in order and once,
+// from the resend in a new datagram, even when the original turns up late.
+func TestResendSurvives(t *testing.T) {
+	cases := []struct {
+		name     string
+		loseAt   time.Duration
+		nack     bool
+		late     bool // the original datagram arrives after the resend
+		wantLost uint64
+	}{
+		{name: "NACK", loseAt: ms(1), nack: true, wantLost: 1},
+		{name: "NACK then original arrives", loseAt: ms(1), nack: true, late: true, wantLost: 1},
+		{name: "timeout", loseAt: InitialRTO, wantLost: 2}, // both time out and are resent together
+		{name: "timeout then original arrives", loseAt: InitialRTO, late: true, wantLost: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestPeer(t, Config{})
+			b := newTestPeer(t, Config{})
+			m0, m1 := msg(0, 500), msg(1, 600)
+			mustSend(t, a.Layer, t0, m0, wire.ReliableOrdered, 3)
+			ds := drain(a.Layer, t0)
+			mustSend(t, a.Layer, t0, m1, wire.ReliableOrdered, 3)
+			ds = append(ds, drain(a.Layer, t0)...)
+			if len(ds) != 2 {
+				t.Fatalf("sent %d datagrams, want 2", len(ds))
+			}
+			mustHandle(t, b.Layer, t0.Add(ms(1)), ds[1]) // 0 is lost
+			if len(b.got) != 0 {
+				t.Fatalf("delivered %d messages before message 0, want 0", len(b.got))
+			}
+			now := t0.Add(tc.loseAt)
+			if tc.nack {
+				mustHandle(t, a.Layer, now, ackDatagram(true, wire.AckRange{Start: 0, End: 0}))
+			} else if d := a.AppendDatagram(nil, now.Add(-time.Nanosecond)); d != nil {
+				t.Fatalf("1ns before the RTO: got % x, want no datagram", d)
+			}
+			resends := drain(a.Layer, now)
+			if len(resends) == 0 {
+				t.Fatalf("got no resend at %v", tc.loseAt)
+			}
+			n, frames := decodeData(t, resends[0])
+			if n != 2 {
+				t.Errorf("resend datagram number: got %v, want %v", n, 2)
+			}
+			if frames[0].ReliableIndex != 0 || frames[0].OrderIndex != 0 || frames[0].OrderChannel != 3 || !bytes.Equal(frames[0].Payload, m0) {
+				t.Errorf("resent frame: got index %d order %d channel %d, want 0 0 3 and the same payload", frames[0].ReliableIndex, frames[0].OrderIndex, frames[0].OrderChannel)
+			}
+			for _, d := range resends {
+				mustHandle(t, b.Layer, now, d)
+			}
+			if tc.late {
+				mustHandle(t, b.Layer, now.Add(ms(1)), ds[0])
+			}
+			if len(b.got) != 2 || !bytes.Equal(b.got[0], m0) || !bytes.Equal(b.got[1], m1) {
+				t.Fatalf("delivered %d messages, want messages 0 and 1 once, in order", len(b.got))
+			}
+			if got := a.Stats().DatagramsLost; got != tc.wantLost {
+				t.Errorf("DatagramsLost: got %v, want %v", got, tc.wantLost)
+			}
+			// B acks everything; A ends with nothing buffered.
+			for _, d := range drain(b.Layer, now.Add(time.Second)) {
+				mustHandle(t, a.Layer, now.Add(time.Second), d)
+			}
+			if a.Buffered() != 0 {
+				t.Errorf("Buffered after the ACK: got %v, want 0", a.Buffered())
+			}
+		})
+	}
+}
+
+// TestRTOBackoff sends one message that is never acknowledged until the
+// third resend: each resend waits twice as long, and the ACK of a resend
+// ends the backoff without giving an RTT sample.
+func TestRTOBackoff(t *testing.T) {
+	steps := []struct {
+		at       time.Duration // when AppendDatagram is called
+		number   int           // datagram number expected, -1 for none
+		deadline time.Duration // NextDeadline afterwards
+	}{
+		{0, 0, InitialRTO},
+		{InitialRTO - 1, -1, InitialRTO},
+		{InitialRTO, 1, InitialRTO + 2*InitialRTO},
+		{3*InitialRTO - 1, -1, 3 * InitialRTO},
+		{3 * InitialRTO, 2, 3*InitialRTO + 4*InitialRTO},
+		{7 * InitialRTO, 3, 7*InitialRTO + 8*InitialRTO},
+		// 16·300 ms is above MaxRTO: the backoff stops at the ceiling.
+		{15 * InitialRTO, 4, 15*InitialRTO + MaxRTO},
+		{15*InitialRTO + MaxRTO, 5, 15*InitialRTO + 2*MaxRTO},
+	}
+	a := newTestPeer(t, Config{})
+	payload := msg(7, 300)
+	mustSend(t, a.Layer, t0, payload, wire.ReliableOrdered, 0)
+	var last time.Duration
+	for i, st := range steps {
+		now := t0.Add(st.at)
+		ds := drain(a.Layer, now)
+		switch {
+		case st.number < 0 && len(ds) != 0:
+			t.Fatalf("step %d at %v: got %d datagrams, want none", i, st.at, len(ds))
+		case st.number >= 0 && len(ds) != 1:
+			t.Fatalf("step %d at %v: got %d datagrams, want 1", i, st.at, len(ds))
+		case st.number >= 0:
+			n, frames := decodeData(t, ds[0])
+			if n != wire.Uint24(st.number) {
+				t.Errorf("step %d: datagram number: got %v, want %v", i, n, st.number)
+			}
+			if len(frames) != 1 || frames[0].ReliableIndex != 0 || !bytes.Equal(frames[0].Payload, payload) {
+				t.Errorf("step %d: got %d frames, want the original frame with reliable index 0", i, len(frames))
+			}
+			last = st.at
+		}
+		if got := a.NextDeadline(now); !got.Equal(t0.Add(st.deadline)) {
+			t.Errorf("step %d: NextDeadline: got %v, want %v", i, got.Sub(t0), st.deadline)
+		}
+	}
+	if got, want := a.Stats().DatagramsLost, uint64(5); got != want {
+		t.Errorf("DatagramsLost: got %v, want %v", got, want)
+	}
+	// The ACK of the last resend ends the backoff; Karn's rule keeps the
+	// RTT unsampled.
+	now := t0.Add(last + ms(50))
+	mustHandle(t, a.Layer, now, ackDatagram(false, wire.AckRange{Start: 5, End: 5}))
+	st := a.Stats()
+	if st.RTO != InitialRTO {
+		t.Errorf("RTO after the ACK: got %v, want %v", st.RTO, InitialRTO)
+	}
+	if st.SRTT != 0 {
+		t.Errorf("SRTT after acking a resend: got %v, want 0", st.SRTT)
+	}
+	if !a.Idle() || a.Buffered() != 0 {
+		t.Errorf("after the ACK: got Idle %v Buffered %v, want true 0", a.Idle(), a.Buffered())
+	}
+	if got := a.NextDeadline(now); !got.IsZero() {
+		t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))
+	}
+}
+
+// TestRTOAfterSample checks that the timeout follows the measured RTT and
+// that the window collapses on a timeout.
+func TestRTOAfterSample(t *testing.T) {
+	a := newTestPeer(t, Config{})
+	mustSend(t, a.Layer, t0, []byte("ping"), wire.Reliable, 0)
+	drain(a.Layer, t0)
+	mustHandle(t, a.Layer, t0.Add(ms(100)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	// SRTT 100 ms, RTTVAR 50 ms: RTO 300 ms.
+	if got, want := a.Stats().RTO, ms(300); got != want {
+		t.Fatalf("RTO: got %v, want %v", got, want)
+	}
+	before := a.Stats().Window
+	sendAt := t0.Add(ms(200))
+	mustSend(t, a.Layer, sendAt, []byte("pong"), wire.Reliable, 0)
+	drain(a.Layer, sendAt)
+	if got, want := a.NextDeadline(sendAt), sendAt.Add(ms(300)); !got.Equal(want) {
+		t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	if ds := drain(a.Layer, sendAt.Add(ms(300))); len(ds) != 1 {
+		t.Fatalf("at the RTO: got %d datagrams, want 1", len(ds))
+	}
+	st := a.Stats()
+	if want := max(before/2, minWindow*testMaxDatagram); st.Window != want {
+		t.Errorf("window after a timeout: got %v, want %v", st.Window, want)
+	}
+	if st.RTO != ms(600) {
+		t.Errorf("RTO after a timeout: got %v, want %v", st.RTO, ms(600))
+	}
+}
+
+func TestReceipts(t *testing.T) {
+	cases := []struct {
+		name   string
+		r      wire.Reliability
+		size   int
+		fate   string // "ack", "nack", "nack then ack", "ack then nack", "timeout", "dup ack"
+		want   []bool // receipt values, in order
+		resend bool   // the message is resent after the loss
+	}{
+		{name: "reliable acked", r: wire.ReliableWithAckReceipt, size: 100, fate: "ack", want: []bool{true}},
+		{name: "reliable acked twice", r: wire.ReliableWithAckReceipt, size: 100, fate: "dup ack", want: []bool{true}},
+		{name: "reliable NACKed then acked", r: wire.ReliableWithAckReceipt, size: 100, fate: "nack", want: []bool{true}, resend: true},
+		{name: "ordered timeout then acked", r: wire.ReliableOrderedWithAckReceipt, size: 100, fate: "timeout", want: []bool{true}, resend: true},
+		{name: "split acked", r: wire.ReliableWithAckReceipt, size: 5000, fate: "ack", want: []bool{true}},
+		{name: "unreliable acked", r: wire.UnreliableWithAckReceipt, size: 100, fate: "ack", want: []bool{true}},
+		{name: "unreliable NACKed", r: wire.UnreliableWithAckReceipt, size: 100, fate: "nack", want: []bool{false}},
+		{name: "unreliable NACKed then acked", r: wire.UnreliableWithAckReceipt, size: 100, fate: "nack then ack", want: []bool{false}},
+		{name: "unreliable acked then NACKed", r: wire.UnreliableWithAckReceipt, size: 100, fate: "ack then nack", want: []bool{true}},
+		{name: "unreliable timeout", r: wire.UnreliableWithAckReceipt, size: 100, fate: "timeout", want: []bool{false}},
+		// A split unreliable message travels reliably.
+		{name: "unreliable split NACKed", r: wire.UnreliableWithAckReceipt, size: 5000, fate: "nack", want: []bool{true}, resend: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestPeer(t, Config{})
+			id := mustSend(t, a.Layer, t0, msg(1, tc.size), tc.r, 0)
+			if id == 0 {
+				t.Fatalf("receipt id: got 0, want non-zero")
+			}
+			ds := drain(a.Layer, t0)
+			all := wire.AckRange{Start: 0, End: wire.Uint24(len(ds) - 1)}
+			now := t0.Add(ms(10))
+			switch tc.fate {
+			case "ack":
+				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+			case "dup ack":
+				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+			case "nack":
+				mustHandle(t, a.Layer, now, ackDatagram(true, all))
+			case "nack then ack":
+				mustHandle(t, a.Layer, now, ackDatagram(true, all))
+				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+			case "ack then nack":
+				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+				mustHandle(t, a.Layer, now, ackDatagram(true, all))
+			case "timeout":
+				now = t0.Add(InitialRTO)
+			}
+			resent := drain(a.Layer, now)
+			if tc.resend != (len(resent) > 0) {
+				t.Fatalf("resent %d datagrams, want resend %v", len(resent), tc.resend)
+			}
+			if tc.resend {
+				if len(a.receipts) != 0 {
+					t.Fatalf("receipts before the resend is acked: got %v, want none", a.receipts)
+				}
+				first := wire.Uint24(len(ds))
+				mustHandle(t, a.Layer, now.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: first, End: first + wire.Uint24(len(resent)-1)}))
+			}
+			var got []bool
+			for _, r := range a.receipts {
+				if r.id != id {
+					t.Errorf("receipt id: got %v, want %v", r.id, id)
+				}
+				got = append(got, r.acked)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("receipts: got %v, want %v", got, tc.want)
+			}
+			if a.Buffered() != 0 {
+				t.Errorf("Buffered: got %v, want 0", a.Buffered())
+			}
+		})
+	}
+}
+
+func TestReceiptIDs(t *testing.T) {
+	a := newTestPeer(t, Config{})
+	var ids []uint32
+	for _, r := range []wire.Reliability{wire.ReliableWithAckReceipt, wire.Reliable, wire.UnreliableWithAckReceipt, wire.ReliableOrderedWithAckReceipt, wire.Unreliable} {
+		ids = append(ids, mustSend(t, a.Layer, t0, []byte{1}, r, 0))
+	}
+	if want := []uint32{1, 0, 2, 3, 0}; !slices.Equal(ids, want) {
+		t.Errorf("receipt ids: got %v, want %v", ids, want)
+	}
+}
