@@ -46,6 +46,9 @@ type Dialer struct {
 	Timeout, PingInterval, CloseTimeout time.Duration
 	// GUID is the client GUID; 0 picks a random one.
 	GUID int64
+
+	// limits overrides connection limits and the retry interval in tests.
+	limits limits
 }
 
 // Dial connects to a RakNet server with the default Dialer. ctx bounds the
@@ -132,7 +135,7 @@ func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error)
 		for {
 			b, err := r.next(ctx, deadline, ua)
 			if err != nil {
-				if isTimeout(err) && ctx.Err() == nil {
+				if retryable(ctx, err) {
 					break
 				}
 				return nil, opErr(err)
@@ -178,8 +181,9 @@ type offlineReader struct {
 // next returns the next non-empty datagram from the server before
 // deadline or ctx's deadline, whichever comes first.
 func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.UDPAddr) ([]byte, error) {
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+	ctxDeadline := false
+	if dl, ok := ctx.Deadline(); ok && !dl.After(deadline) {
+		deadline, ctxDeadline = dl, true
 	}
 	_ = r.pc.SetReadDeadline(deadline)
 	want := key(from.AddrPort())
@@ -189,6 +193,10 @@ func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr
 			}
+			if ctxDeadline && isTimeout(err) {
+				// The socket's deadline may fire before ctx's timer.
+				return nil, context.DeadlineExceeded
+			}
 			return nil, err
 		}
 		if n == 0 || key(addrPortOf(addr)) != want {
@@ -196,6 +204,12 @@ func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.
 		}
 		return r.buf[:n], nil
 	}
+}
+
+// retryable reports whether err from offlineReader.next only means that
+// this attempt's wait is over.
+func retryable(ctx context.Context, err error) bool {
+	return isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
 }
 
 func isTimeout(err error) bool {
@@ -219,6 +233,7 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 		maxMTU = min(max(d.MaxMTU, MinMTU), MaxMTU)
 	}
 	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
+	retry := orDefault(d.limits.dialRetry, dialRetry)
 
 	// Phase 1: MTU discovery with OpenConnectionRequest1.
 	var reply1 wire.OpenConnectionReply1
@@ -234,11 +249,11 @@ phase1:
 			if _, err := pc.WriteTo(req.Append(nil), ua); err != nil {
 				return nil, err
 			}
-			deadline := time.Now().Add(dialRetry)
+			deadline := time.Now().Add(retry)
 			for {
 				b, err := r.next(ctx, deadline, ua)
 				if err != nil {
-					if isTimeout(err) && ctx.Err() == nil {
+					if retryable(ctx, err) {
 						break
 					}
 					return nil, err
@@ -297,11 +312,11 @@ phase2:
 		if _, err := pc.WriteTo(req2.Append(nil), ua); err != nil {
 			return nil, err
 		}
-		deadline := time.Now().Add(dialRetry)
+		deadline := time.Now().Add(retry)
 		for {
 			b, err := r.next(ctx, deadline, ua)
 			if err != nil {
-				if isTimeout(err) && ctx.Err() == nil {
+				if retryable(ctx, err) {
 					break
 				}
 				return nil, err
@@ -331,10 +346,13 @@ phase2:
 		log = d.Log.With().Str("src", "raknet").Str("raddr", ap.String()).Logger()
 	}
 	cfg := connConfig{
-		timeout:      orDefault(d.Timeout, DefaultTimeout),
-		pingInterval: orDefault(d.PingInterval, DefaultPingInterval),
-		closeTimeout: orDefault(d.CloseTimeout, DefaultCloseTimeout),
-		log:          log,
+		timeout:        orDefault(d.Timeout, DefaultTimeout),
+		pingInterval:   orDefault(d.PingInterval, DefaultPingInterval),
+		closeTimeout:   orDefault(d.CloseTimeout, DefaultCloseTimeout),
+		log:            log,
+		readQueue:      d.limits.readQueue,
+		readQueueBytes: d.limits.readQueueBytes,
+		sendBuffer:     d.limits.sendBuffer,
 	}
 	now := time.Now()
 	c := newConn(pc, ua, ap, mtu, cfg, true, now)

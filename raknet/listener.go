@@ -70,6 +70,15 @@ type ListenConfig struct {
 	// GUID is the server GUID sent in pongs and replies; 0 picks a random
 	// one.
 	GUID int64
+
+	// limits overrides connection limits in tests.
+	limits limits
+}
+
+// limits are internal bounds tests shrink; zero values mean the defaults.
+type limits struct {
+	readQueue, readQueueBytes, sendBuffer int
+	dialRetry                             time.Duration
 }
 
 // ListenerStats are a Listener's counters.
@@ -178,11 +187,14 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		_ = l.udp.SetWriteBuffer(socketBuffer)
 	}
 	l.connCfg = connConfig{
-		timeout:      orDefault(lc.Timeout, DefaultTimeout),
-		pingInterval: orDefault(lc.PingInterval, DefaultPingInterval),
-		closeTimeout: orDefault(lc.CloseTimeout, DefaultCloseTimeout),
-		log:          l.log,
-		dropped:      &l.dropped,
+		timeout:        orDefault(lc.Timeout, DefaultTimeout),
+		pingInterval:   orDefault(lc.PingInterval, DefaultPingInterval),
+		closeTimeout:   orDefault(lc.CloseTimeout, DefaultCloseTimeout),
+		log:            l.log,
+		dropped:        &l.dropped,
+		readQueue:      lc.limits.readQueue,
+		readQueueBytes: lc.limits.readQueueBytes,
+		sendBuffer:     lc.limits.sendBuffer,
 	}
 	empty := []byte{}
 	l.pong.Store(&empty)
