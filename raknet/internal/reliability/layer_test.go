@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -566,5 +567,57 @@ func TestReceiptIDs(t *testing.T) {
 	}
 	if want := []uint32{1, 0, 2, 3, 0}; !slices.Equal(ids, want) {
 		t.Errorf("receipt ids: got %v, want %v", ids, want)
+	}
+}
+
+// BenchmarkCleanPath measures one sender and one receiver on a lossless
+// path: each op sends msgs 100-byte messages that go out in one datagram,
+// which the receiver handles; its ACKs (every AckDelay or 32 datagrams) go
+// back to the sender. allocs/op is allocations per data datagram.
+func BenchmarkCleanPath(b *testing.B) {
+	for _, msgs := range []int{1, 10} {
+		b.Run(fmt.Sprintf("msgs=%d", msgs), func(b *testing.B) {
+			deliver := func([]byte) {}
+			a := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+			r := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+			p := make([]byte, 100)
+			buf := make([]byte, 0, testMaxDatagram)
+			now := t0
+			datagrams := 0
+			op := func() {
+				now = now.Add(100 * time.Microsecond)
+				for range msgs {
+					if _, err := a.Send(now, p, wire.ReliableOrdered, 0); err != nil {
+						b.Fatalf("Send: %v", err)
+					}
+				}
+				for d := a.AppendDatagram(buf[:0], now); d != nil; d = a.AppendDatagram(buf[:0], now) {
+					datagrams++
+					if err := r.HandleDatagram(now, d); err != nil {
+						b.Fatalf("HandleDatagram: %v", err)
+					}
+				}
+				for d := r.AppendDatagram(buf[:0], now); d != nil; d = r.AppendDatagram(buf[:0], now) {
+					if err := a.HandleDatagram(now, d); err != nil {
+						b.Fatalf("HandleDatagram: %v", err)
+					}
+				}
+			}
+			// Warm up: rings, free lists and windows reach their steady size.
+			for range 10_000 {
+				op()
+			}
+			datagrams = 0
+			b.ReportAllocs()
+			for b.Loop() {
+				op()
+			}
+			if datagrams != b.N {
+				b.Fatalf("sent %d datagrams in %d ops, want one per op", datagrams, b.N)
+			}
+			if got := r.Stats().MessagesDelivered; got != uint64(msgs*(b.N+10_000)) {
+				b.Fatalf("delivered %d messages, want %d", got, msgs*(b.N+10_000))
+			}
+		})
 	}
 }
