@@ -121,13 +121,13 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	cfg := fuzzConfig
 	cfg.Deliver = func(m []byte) {
 		if len(m) == 0 || len(m) > cfg.MaxSplitBytes {
-			t.Fatalf("delivered a message of %d bytes", len(m))
+			t.Fatalf("delivered message size: got %v, want 1..%v", len(m), cfg.MaxSplitBytes)
 		}
 		got = append(got, append([]byte(nil), m...))
 	}
 	cfg.Receipt = func(id uint32, acked bool) {
 		if receipts[id]++; receipts[id] > 1 {
-			t.Fatalf("receipt %d reported %d times", id, receipts[id])
+			t.Fatalf("receipt %d calls: got %v, want 1", id, receipts[id])
 		}
 	}
 	l := New(cfg, now)
@@ -184,7 +184,7 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 func checkOutgoing(t *testing.T, d []byte, maxDatagram int) {
 	t.Helper()
 	if len(d) > maxDatagram {
-		t.Fatalf("sent %d bytes, more than %d", len(d), maxDatagram)
+		t.Fatalf("sent datagram size: got %v, want <= %v", len(d), maxDatagram)
 	}
 	if d[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
 		var a wire.Ack
@@ -213,7 +213,7 @@ func checkBounds(t *testing.T, l *Layer) {
 	t.Helper()
 	c := &l.cfg
 	if len(l.asm.list) > c.MaxConcurrentSplits || l.asm.bytes > c.MaxSplitBytes || l.asm.bytes < 0 {
-		t.Fatalf("assembler: %d messages, %d bytes; caps %d, %d", len(l.asm.list), l.asm.bytes, c.MaxConcurrentSplits, c.MaxSplitBytes)
+		t.Fatalf("assembler: got %v messages, %v bytes, want <= %v, 0..%v", len(l.asm.list), l.asm.bytes, c.MaxConcurrentSplits, c.MaxSplitBytes)
 	}
 	sum := 0
 	for _, m := range l.asm.list {
@@ -223,16 +223,16 @@ func checkBounds(t *testing.T, l *Layer) {
 		}
 	}
 	if sum != l.asm.bytes {
-		t.Fatalf("assembler bytes %d, its messages hold %d", l.asm.bytes, sum)
+		t.Fatalf("assembler bytes: got %v, want the sum of its messages %v", l.asm.bytes, sum)
 	}
 	if l.order.bytes > c.MaxOrderBytes || l.order.bytes < 0 {
-		t.Fatalf("order queue: %d bytes, cap %d", l.order.bytes, c.MaxOrderBytes)
+		t.Fatalf("order queue bytes: got %v, want 0..%v", l.order.bytes, c.MaxOrderBytes)
 	}
 	sum = 0
 	for i := range l.order.ch {
 		ch := &l.order.ch[i]
 		if ch.queued > c.MaxOrderQueue || len(ch.ring) > 2*c.MaxOrderQueue {
-			t.Fatalf("channel %d: %d queued, %d ring slots, cap %d", i, ch.queued, len(ch.ring), c.MaxOrderQueue)
+			t.Fatalf("channel %d: got %v queued, %v ring slots, want <= %v, <= %v", i, ch.queued, len(ch.ring), c.MaxOrderQueue, 2*c.MaxOrderQueue)
 		}
 		n := 0
 		for _, m := range ch.ring {
@@ -242,25 +242,25 @@ func checkBounds(t *testing.T, l *Layer) {
 			}
 		}
 		if n != ch.queued {
-			t.Fatalf("channel %d: %d queued, ring holds %d", i, ch.queued, n)
+			t.Fatalf("channel %d queued: got %v, want what the ring holds %v", i, ch.queued, n)
 		}
 	}
 	if sum != l.order.bytes {
-		t.Fatalf("order bytes %d, the rings hold %d", l.order.bytes, sum)
+		t.Fatalf("order bytes: got %v, want what the rings hold %v", l.order.bytes, sum)
 	}
 	if len(l.acks.iv) > maxAckIntervals || len(l.nacks.iv) > maxAckIntervals {
-		t.Fatalf("ACK sets: %d and %d intervals, cap %d", len(l.acks.iv), len(l.nacks.iv), maxAckIntervals)
+		t.Fatalf("ACK sets: got %v and %v intervals, want <= %v", len(l.acks.iv), len(l.nacks.iv), maxAckIntervals)
 	}
 	for _, w := range []*seqWindow{&l.relWin, &l.dgramWin, &l.relAcked} {
 		if len(w.ring) > 2*w.maxWords {
-			t.Fatalf("window: %d words, cap %d", len(w.ring), w.maxWords)
+			t.Fatalf("window words: got %v, want <= %v", len(w.ring), 2*w.maxWords)
 		}
 	}
 	if l.cc.inFlight < 0 || l.buffered < 0 || l.sendOldest > l.sendNext || l.sendNext-l.sendOldest > MaxInFlight {
 		t.Fatalf("send state: inFlight %d, buffered %d, oldest %d, next %d", l.cc.inFlight, l.buffered, l.sendOldest, l.sendNext)
 	}
 	if l.cc.cwnd < minWindow*l.cc.mtu || l.cc.cwnd > l.cc.maxCwnd {
-		t.Fatalf("window %d outside [%d, %d]", l.cc.cwnd, minWindow*l.cc.mtu, l.cc.maxCwnd)
+		t.Fatalf("congestion window: got %v, want %v..%v", l.cc.cwnd, minWindow*l.cc.mtu, l.cc.maxCwnd)
 	}
 }
 

@@ -271,7 +271,7 @@ func TestFastResend(t *testing.T) {
 			for i, at := range tc.sentAt {
 				ds = append(ds, sendFull(t, a, t0.Add(at), 1, wire.Reliable)...)
 				if n, _ := decodeData(t, ds[i]); n != wire.Uint24(i) {
-					t.Fatalf("datagram %d numbered %d", i, n)
+					t.Fatalf("datagram %d number: got %v, want %v", i, n, i)
 				}
 			}
 			now := t0.Add(tc.ackAt)
