@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// childWait bounds every exchange with a child server.
+const childWait = 5 * time.Second
+
+// child is a bench server running as a child process, so that its CPU
+// time and memory can be read from /proc apart from the client's.
+type child struct {
+	im    impl
+	mode  mode
+	cmd   *exec.Cmd
+	pid   int
+	addr  string
+	in    io.WriteCloser
+	lines chan string
+	exit  chan struct{} // closed when the process has been reaped
+
+	stopOnce sync.Once
+}
+
+// children are every child started and not yet stopped, so that an
+// interrupted run leaves none behind.
+var children struct {
+	sync.Mutex
+	m map[*child]struct{}
+}
+
+// startChild runs `bench server -control` for im and m on 127.0.0.1:0.
+func startChild(im impl, m mode) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe, "server", "-addr", "127.0.0.1:0",
+		"-mode", string(m), "-impl", string(im), "-control")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s server: %w", im, m, err)
+	}
+	c := &child{im: im, mode: m, cmd: cmd, pid: cmd.Process.Pid, in: in,
+		lines: make(chan string, 16), exit: make(chan struct{})}
+	children.Lock()
+	if children.m == nil {
+		children.m = make(map[*child]struct{})
+	}
+	children.m[c] = struct{}{}
+	children.Unlock()
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+		_ = cmd.Wait()
+		close(c.exit)
+	}()
+	line, err := c.line("listening ")
+	if err != nil {
+		c.stop()
+		return nil, fmt.Errorf("start %s %s server: %w", im, m, err)
+	}
+	c.addr = line
+	return c, nil
+}
+
+// line returns the rest of the next stdout line that starts with prefix.
+func (c *child) line(prefix string) (string, error) {
+	t := time.NewTimer(childWait)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-c.lines:
+			if !ok {
+				return "", errors.New("server exited")
+			}
+			if rest, ok := strings.CutPrefix(l, prefix); ok {
+				return rest, nil
+			}
+		case <-t.C:
+			return "", fmt.Errorf("no %q line within %v", strings.TrimSpace(prefix), childWait)
+		}
+	}
+}
+
+// query sends a control command and parses the key=value answer.
+func (c *child) query(cmd, prefix string) (map[string]int64, error) {
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		return nil, err
+	}
+	l, err := c.line(prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]int64)
+	for f := range strings.FieldsSeq(l) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("parse %q: %w", f, err)
+		}
+		m[k] = n
+	}
+	return m, nil
+}
+
+// stats returns the child's goroutine and connection counts.
+func (c *child) stats() (goroutines, conns int64, err error) {
+	m, err := c.query("stats", "stats ")
+	return m["goroutines"], m["conns"], err
+}
+
+// liveHeap collects garbage in the child and returns its live heap.
+func (c *child) liveHeap() (int64, error) {
+	m, err := c.query("heap", "heap ")
+	return m["live"], err
+}
+
+func (c *child) cpu() (time.Duration, error) { return procCPU(c.pid) }
+
+func (c *child) rss() (int64, error) { return procRSS(c.pid) }
+
+// stop closes the child's stdin, which makes it close its listener and
+// exit; a child that has not exited after childWait is killed.
+func (c *child) stop() {
+	c.stopOnce.Do(func() {
+		_ = c.in.Close()
+		if !c.wait(childWait) {
+			_ = terminate(c.cmd.Process)
+			if !c.wait(time.Second) {
+				_ = c.cmd.Process.Kill()
+				c.wait(childWait)
+			}
+		}
+		children.Lock()
+		delete(children.m, c)
+		children.Unlock()
+	})
+}
+
+// wait waits at most d for the child to exit, discarding its output so
+// that it never blocks writing it.
+func (c *child) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	lines := c.lines
+	for {
+		select {
+		case <-c.exit:
+			return true
+		case _, ok := <-lines:
+			if !ok {
+				lines = nil
+			}
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// stopChildren kills every child still running.
+func stopChildren() {
+	children.Lock()
+	cs := make([]*child, 0, len(children.m))
+	for c := range children.m {
+		cs = append(cs, c)
+	}
+	children.Unlock()
+	for _, c := range cs {
+		_ = c.cmd.Process.Kill()
+		c.stop()
+	}
+}

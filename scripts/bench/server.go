@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// mode is what a bench server does with the packets it receives.
+type mode string
+
+const (
+	// modeEcho writes every packet back on the same connection.
+	modeEcho mode = "echo"
+	// modeSink counts packets and bytes and answers SYN with ACK.
+	modeSink mode = "sink"
+)
+
+func parseMode(s string) (mode, error) {
+	switch mode(s) {
+	case modeEcho, modeSink:
+		return mode(s), nil
+	}
+	return "", fmt.Errorf("unknown -mode %q: want echo or sink", s)
+}
+
+// handlerWait bounds how long server.Close waits for connection handlers:
+// a go-raknet connection only lets go of ReadPacket once its own timers
+// notice the close.
+const handlerWait = 2 * time.Second
+
+// server is an echo or sink server on one implementation. Its methods are
+// safe for concurrent use.
+type server struct {
+	l    packetListener
+	mode mode
+
+	mu     sync.Mutex
+	conns  map[packetConn]struct{}
+	closed bool
+
+	wg     sync.WaitGroup
+	active atomic.Int64 // connections with a running handler
+	total  atomic.Uint64
+}
+
+// serve starts a server of implementation im in mode m on addr.
+func serve(im impl, m mode, addr string) (*server, error) {
+	l, err := listen(im, addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{l: l, mode: m, conns: make(map[packetConn]struct{})}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+func (s *server) addr() string { return s.l.Addr().String() }
+
+func (s *server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.l.accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.active.Add(1)
+		s.total.Add(1)
+		go s.handle(c)
+	}
+}
+
+func (s *server) handle(c packetConn) {
+	defer func() {
+		_ = c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.active.Add(-1)
+		s.wg.Done()
+	}()
+	var packets, n uint64
+	var ack []byte
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return
+		}
+		switch {
+		case s.mode == modeEcho:
+			if _, err := c.Write(p); err != nil {
+				return
+			}
+		case isSYN(p):
+			ack = appendACK(ack[:0], packets, n)
+			if _, err := c.Write(ack); err != nil {
+				return
+			}
+		default:
+			packets++
+			n += uint64(len(p))
+		}
+	}
+}
+
+// Close stops the listener, closes every connection and waits a bounded
+// time for the handlers to return.
+func (s *server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]packetConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	err := s.l.Close()
+	var cw sync.WaitGroup
+	for _, c := range conns {
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			_ = c.Close()
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		cw.Wait()
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(handlerWait):
+	}
+	return err
+}
+
+// statsLine is the control channel's answer: the process's goroutines and
+// the server's open connections.
+func (s *server) statsLine() string {
+	return fmt.Sprintf("stats goroutines=%d conns=%d accepted=%d",
+		runtime.NumGoroutine(), s.active.Load(), s.total.Load())
+}
+
+// heapLine collects garbage and reports the live heap.
+func heapLine() string {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("heap live=%d sys=%d", ms.HeapAlloc, ms.Sys)
+}
+
+// cmdServer is `bench server`. It prints "listening ADDR" once the socket is
+// bound. With -control it also reads commands from stdin, one per line
+// ("stats", "heap"), answers each with one line on stdout and exits when
+// stdin closes; that is how `bench run` drives its child servers. SIGUSR1
+// prints the stats line too.
+func cmdServer(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:19132", "UDP address to listen on")
+	modeFlag := fs.String("mode", "echo", "echo or sink")
+	implFlag := fs.String("impl", "basalt", "basalt or goraknet")
+	control := fs.Bool("control", false, "read commands from stdin and exit at EOF")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	im, err := parseImpl(*implFlag)
+	if err != nil {
+		return err
+	}
+	m, err := parseMode(*modeFlag)
+	if err != nil {
+		return err
+	}
+	s, err := serve(im, m, *addr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	var outMu sync.Mutex
+	say := func(line string) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintln(os.Stdout, line)
+	}
+	say("listening " + s.addr())
+
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	notifyStats(sig)
+	defer signal.Stop(sig)
+
+	eof := make(chan error, 1)
+	if *control {
+		go func() { eof <- readControl(os.Stdin, s, say) }()
+	}
+	for {
+		select {
+		case v := <-sig:
+			if isStatsSignal(v) {
+				say(s.statsLine())
+				continue
+			}
+			return nil
+		case err := <-eof:
+			return err
+		}
+	}
+}
+
+// readControl answers control commands from r until it ends.
+func readControl(r io.Reader, s *server, say func(string)) error {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "stats":
+			say(s.statsLine())
+		case "heap":
+			say(heapLine())
+		default:
+			say("error unknown command " + sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
