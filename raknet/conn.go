@@ -478,7 +478,9 @@ func (c *Conn) scratch() []byte {
 }
 
 func (c *Conn) sendControl(now time.Time, b []byte, r wire.Reliability) {
-	if _, err := c.layer.Send(now, b, r, 0); err != nil {
+	if _, err := c.layer.Send(now, b, r, 0); err != nil && c.errLog < 3 {
+		// Only a full send buffer refuses one; the peer is not reading.
+		c.errLog++
 		c.cfg.log.Debug().Err(err).Msg("queue control message")
 	}
 }

@@ -25,9 +25,6 @@ var (
 	// ErrIncompatibleProtocol is returned by Dial when the server speaks no
 	// RakNet protocol version the dialer supports.
 	ErrIncompatibleProtocol = errors.New("incompatible RakNet protocol version")
-	// ErrQueueFull is returned when a peer sent more than the connection's
-	// receive queue holds while nobody read it.
-	ErrQueueFull = errors.New("receive queue full")
 )
 
 // wrapped is an error with its own text that also matches err.

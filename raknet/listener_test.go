@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
+	"github.com/rs/zerolog"
 )
 
 func TestListenNetwork(t *testing.T) {
@@ -253,8 +256,7 @@ func TestNICPingAndPayloadInOneDatagram(t *testing.T) {
 
 func TestFullServer(t *testing.T) {
 	l := listenTest(t, ListenConfig{MaxConnections: 1})
-	client, _ := dialTest(t, Dialer{}, l)
-	_ = client
+	dialTest(t, Dialer{}, l)
 
 	// 0x01 is still answered, 0x02 is not.
 	r := newRawClient(t, l.Addr())
@@ -487,4 +489,66 @@ func TestListenerCloseClosesConnections(t *testing.T) {
 			t.Errorf("client %d read after listener close: got %v, want ErrPeerClosed", i, err)
 		}
 	}
+}
+
+// An address without a host binds both families where the system allows;
+// IPv4 peers are still seen and answered as IPv4.
+func TestListenDualStack(t *testing.T) {
+	l, err := Listen(":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.UDPAddr).Port
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	client, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := acceptTest(t, l)
+	if ra := server.RemoteAddr().(*net.UDPAddr); len(ra.IP) != net.IPv4len {
+		t.Errorf("remote address: got %v (%d bytes), want an IPv4 address", ra, len(ra.IP))
+	}
+	if _, err := server.Write([]byte{0xfe, 4}); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := client.ReadPacket(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The injected logger hears about the lifecycle; no logger means silence.
+func TestListenerLogs(t *testing.T) {
+	var buf bytes.Buffer
+	log := zerolog.New(&syncWriter{w: &buf}).Level(zerolog.DebugLevel)
+	l, err := ListenConfig{Log: &log}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialTest(t, Dialer{Log: &log}, l)
+	_ = l.Close()
+	out := buf.String()
+	for _, want := range []string{`"message":"listening"`, `"message":"connection established"`, `"message":"listener closed"`, `"raddr"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n > 10 {
+		t.Errorf("log: got %d lines for one connection, want a few:\n%s", n, out)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
