@@ -530,6 +530,7 @@ func BenchmarkSimulatedLink(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "msgs/s")
+				b.ReportMetric(float64(s.layers[0].Stats().FramesResent)/float64(b.N), "resends/msg")
 				b.StopTimer()
 				s.run(time.Hour, func() bool { return delivered == b.N })
 			})
