@@ -19,7 +19,7 @@ const (
 	DefaultMaxConcurrentSplits = 16
 	DefaultMaxSplitBytes       = 16 << 20
 	DefaultSplitTimeout        = 30 * time.Second
-	DefaultMaxOrderQueue       = 1 << 16
+	DefaultMaxOrderQueue       = 1 << 13
 	DefaultMaxOrderBytes       = 16 << 20
 	DefaultReliableWindow      = 1 << 16
 	DefaultAckDelay            = 5 * time.Millisecond
@@ -40,6 +40,10 @@ const (
 	ackNowThreshold = 32
 	// maxAckIntervals bounds the pending ACK and NACK sets.
 	maxAckIntervals = 512
+	// minNACKDelay and maxNACKDelay bound how long a gap waits for
+	// reordered datagrams before it is NACKed.
+	minNACKDelay = 2 * time.Millisecond
+	maxNACKDelay = 20 * time.Millisecond
 	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
 	// the sender's timeout.
 	maxNACKGap = 1024
@@ -200,6 +204,7 @@ type Layer struct {
 	acks      intervalSet
 	nacks     intervalSet
 	ackFirst  time.Time // when the oldest pending ACK arrived
+	nackAt    time.Time // when pending NACKs are due
 	ackCount  int
 	relWin    seqWindow
 	order     orderChannels
@@ -393,7 +398,7 @@ func (l *Layer) hasData() bool { return l.resend.len() > 0 || l.pending.len() > 
 // returns nil when nothing may be sent now. Call it until it returns nil.
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
-	if !l.nacks.empty() {
+	if !l.nacks.empty() && !now.Before(l.nackAt) {
 		l.stats.NacksSent++
 		return l.countSent(l.nacks.appendAck(b, true, l.cfg.MaxDatagram, &l.ackBuf))
 	}
@@ -564,8 +569,11 @@ func (l *Layer) NextDeadline(now time.Time) time.Time {
 			d = t
 		}
 	}
-	if !l.nacks.empty() || (!l.acks.empty() && l.ackCount >= ackNowThreshold) {
+	if !l.acks.empty() && l.ackCount >= ackNowThreshold {
 		return now
+	}
+	if !l.nacks.empty() {
+		earliest(l.nackAt)
 	}
 	if !l.acks.empty() {
 		earliest(l.ackFirst.Add(l.cfg.AckDelay))
@@ -744,10 +752,13 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		l.stats.Errors++
 		return fmt.Errorf("handle datagram: number %d jumps too far ahead", h.Number)
 	}
-	if abs < l.dgramWin.base && !l.dgramWin.seen(abs) || abs+datagramWindowSpan <= l.dgramHigh {
+	if abs+datagramWindowSpan <= l.dgramHigh {
 		// Older than the window: it cannot be told apart from a duplicate,
 		// so it is dropped unacknowledged and its reliable frames come
-		// again in a resend.
+		// again in a resend. (Numbers the window slid past without seeing
+		// read as duplicates; a sender keeps at most MaxInFlight datagrams
+		// in flight, far fewer than the window, so it gave up on those
+		// long ago and an ACK of them is ignored.)
 		l.stats.DuplicateDatagrams++
 		return nil
 	}
@@ -760,6 +771,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.addAck(abs, now)
 	if abs >= l.dgramHigh {
 		if gap := abs - l.dgramHigh; gap > 0 && gap <= maxNACKGap {
+			if l.nacks.empty() {
+				l.nackAt = now.Add(l.nackDelay())
+			}
 			l.nacks.addRange(l.dgramHigh, abs-1)
 		}
 		l.dgramHigh = abs + 1
@@ -809,6 +823,13 @@ func (l *Layer) admit(frames []wire.Frame) error {
 				splitBytes += int(f.SplitCount) * partOverhead
 			}
 			splitBytes += len(f.Payload)
+			if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
+				// The whole message will need a place in the ordering
+				// queue if it completes ahead of its turn.
+				if err := l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload)); err != nil {
+					return err
+				}
+			}
 			if len(l.asm.list)+newSplits > l.asm.maxConc {
 				return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
 			}
@@ -818,12 +839,9 @@ func (l *Layer) admit(frames []wire.Frame) error {
 			continue
 		}
 		if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
-			c := &l.order.ch[f.OrderChannel]
-			if abs := unwrap(c.expected, f.OrderIndex); abs > c.expected {
-				orderBytes += len(f.Payload)
-				if abs-c.expected >= uint64(l.order.maxQueue) || l.order.bytes+orderBytes > l.order.maxBytes {
-					return fmt.Errorf("handle datagram: %w", errOrderQueueFull)
-				}
+			orderBytes += len(f.Payload)
+			if err := l.order.admit(f.OrderChannel, f.OrderIndex, orderBytes); err != nil {
+				return err
 			}
 		}
 	}
@@ -837,6 +855,13 @@ func splitSeenBefore(frames []wire.Frame, id uint16) bool {
 		}
 	}
 	return false
+}
+
+// nackDelay is how long a gap may stay open before it is NACKed: long
+// enough that mild reordering does not cause a resend (and a window cut),
+// short against any RTO.
+func (l *Layer) nackDelay() time.Duration {
+	return min(max(minNACKDelay, l.rtt.rttvar), maxNACKDelay)
 }
 
 func (l *Layer) addAck(abs uint64, now time.Time) {

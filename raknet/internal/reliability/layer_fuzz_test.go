@@ -235,6 +235,7 @@ func checkBounds(t *testing.T, l *Layer) {
 			t.Fatalf("channel %d: got %v queued, %v ring slots, want <= %v, <= %v", i, ch.queued, len(ch.ring), c.MaxOrderQueue, 2*c.MaxOrderQueue)
 		}
 		n := 0
+		sum += len(ch.ring) * slotSize
 		for _, m := range ch.ring {
 			if m != nil {
 				n++
@@ -246,7 +247,7 @@ func checkBounds(t *testing.T, l *Layer) {
 		}
 	}
 	if sum != l.order.bytes {
-		t.Fatalf("order bytes: got %v, want what the rings hold %v", l.order.bytes, sum)
+		t.Fatalf("order bytes: got %v, want what the rings hold and take %v", l.order.bytes, sum)
 	}
 	if len(l.acks.iv) > maxAckIntervals || len(l.nacks.iv) > maxAckIntervals {
 		t.Fatalf("ACK sets: got %v and %v intervals, want <= %v", len(l.acks.iv), len(l.nacks.iv), maxAckIntervals)

@@ -406,9 +406,12 @@ func TestHostileAck(t *testing.T) {
 }
 
 func TestHostileOrderQueue(t *testing.T) {
-	const queue, limit = 1024, 5000
+	// The byte limit counts queued messages and the ring's slots: 5000
+	// bytes of messages plus the smallest ring (8 slots).
+	const queue, limit = 1024, 5000 + 8*slotSize
 	cases := []struct {
 		name       string
+		limit      int      // MaxOrderBytes if not the default above
 		indexes    []uint32 // order indexes on channel 7, in arrival order
 		refused    int      // position of the refused one, -1 for none
 		wantBytes  int      // queued bytes before the gap is filled
@@ -418,15 +421,20 @@ func TestHostileOrderQueue(t *testing.T) {
 	}{
 		{name: "queue limit", indexes: []uint32{queue}, refused: 0, delivered: 1},
 		{name: "far ahead", indexes: []uint32{1<<23 - 1}, refused: 0, delivered: 1},
-		{name: "last in the queue", indexes: []uint32{queue - 1}, refused: -1, wantBytes: 1000, maxRing: queue, delivered: 1, afterBytes: 1000},
+		{name: "last in the queue", limit: 1000 + queue*slotSize, indexes: []uint32{queue - 1}, refused: -1, wantBytes: 1000 + queue*slotSize, maxRing: queue, delivered: 1, afterBytes: 1000 + queue*slotSize},
+		{name: "ring too big for the byte limit", indexes: []uint32{queue - 1}, refused: 0, delivered: 1},
 		// 2^23 ahead reads as old: dropped, not queued.
 		{name: "2^23 ahead", indexes: []uint32{1 << 23}, refused: -1, delivered: 1},
-		{name: "byte limit", indexes: []uint32{1, 2, 3, 4, 5, 6}, refused: 5, wantBytes: 5000, maxRing: 8, delivered: 6},
-		{name: "duplicate queued once", indexes: []uint32{2, 2, 1}, refused: -1, wantBytes: 2000, maxRing: 8, delivered: 3},
+		{name: "byte limit", indexes: []uint32{1, 2, 3, 4, 5, 6}, refused: 5, wantBytes: limit, maxRing: 8, delivered: 6},
+		{name: "duplicate queued once", indexes: []uint32{2, 2, 1}, refused: -1, wantBytes: 2000 + 8*slotSize, maxRing: 8, delivered: 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newTestPeer(t, Config{MaxOrderQueue: queue, MaxOrderBytes: limit})
+			lim := limit
+			if tc.limit != 0 {
+				lim = tc.limit
+			}
+			b := newTestPeer(t, Config{MaxOrderQueue: queue, MaxOrderBytes: lim})
 			rel := uint32(0)
 			for i, idx := range tc.indexes {
 				f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(idx), OrderChannel: 7, Payload: bytes.Repeat([]byte{byte(idx)}, 1000)}
@@ -482,10 +490,28 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 		}
 		slots += len(b.order.ch[ch].ring)
 	}
-	if b.order.bytes != wire.NumOrderChannels {
-		t.Errorf("queued bytes: got %v, want %v", b.order.bytes, wire.NumOrderChannels)
+	if want := wire.NumOrderChannels + slots*slotSize; b.order.bytes != want {
+		t.Errorf("queued bytes: got %v, want %v (messages and ring slots)", b.order.bytes, want)
 	}
 	t.Logf("%d one-byte messages hold %d ring slots (%d KiB of slice headers)", wire.NumOrderChannels, slots, slots*24/1024)
+
+	// With a byte cap below what the rings would take, the rings are
+	// refused: their memory counts against MaxOrderBytes.
+	const maxBytes = 200 << 10
+	c := newTestPeer(t, Config{MaxOrderQueue: queue, MaxOrderBytes: maxBytes})
+	refused := 0
+	for ch := range uint32(wire.NumOrderChannels) {
+		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(ch), OrderIndex: queue - 1, OrderChannel: uint8(ch), Payload: []byte{1}}
+		if err := c.HandleDatagram(t0, dataDatagram(ch, f)); err != nil {
+			if !errors.Is(err, errOrderQueueFull) {
+				t.Fatalf("channel %d: got %v, want %v", ch, err, errOrderQueueFull)
+			}
+			refused++
+		}
+	}
+	if c.order.bytes > maxBytes || refused == 0 {
+		t.Errorf("order bytes %d with %d refused: want <= %d with some refused", c.order.bytes, refused, maxBytes)
+	}
 }
 
 func TestStaleSplitExpiry(t *testing.T) {
@@ -734,5 +760,30 @@ func TestHostileFrameFields(t *testing.T) {
 				t.Errorf("delivered: got %q, want %q", got, tc.deliver)
 			}
 		})
+	}
+}
+
+// TestHostileSplitOrderAhead checks that a split message whose order index
+// could not wait in the ordering queue is refused at its first fragment,
+// before any fragment is acknowledged: completing it later would have to
+// drop a message whose datagrams were already acked.
+func TestHostileSplitOrderAhead(t *testing.T) {
+	const queue = 64
+	b := newTestPeer(t, Config{MaxOrderQueue: queue})
+	frag := func(rel, idx uint32, order uint32) wire.Frame {
+		f := splitFrame(rel, 9, 2, idx, []byte("ab"))
+		f.Reliability = wire.ReliableOrdered
+		f.OrderIndex = wire.Uint24(order)
+		return f
+	}
+	handleRefused(t, b.Layer, t0, dataDatagram(0, frag(0, 0, queue)), errOrderQueueFull)
+	if len(b.asm.list) != 0 {
+		t.Fatalf("messages in progress: got %d, want 0", len(b.asm.list))
+	}
+	// Within the queue it is accepted, waits, and is delivered in turn.
+	mustHandle(t, b.Layer, t0, dataDatagram(1, frag(1, 0, queue-1)))
+	mustHandle(t, b.Layer, t0, dataDatagram(2, frag(2, 1, queue-1)))
+	if len(b.got) != 0 || b.order.ch[0].queued != 1 {
+		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.order.ch[0].queued)
 	}
 }

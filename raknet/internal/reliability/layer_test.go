@@ -203,20 +203,24 @@ func TestNACKForGap(t *testing.T) {
 			for i, n := range tc.numbers {
 				mustHandle(t, b.Layer, t0, dataDatagram(n, reliableFrame(tc.start+uint32(i), []byte{1})))
 			}
+			nackAt := t0.Add(minNACKDelay)
 			if tc.nack != nil {
-				if got := b.NextDeadline(t0); !got.Equal(t0) {
-					t.Fatalf("NextDeadline with a NACK pending: got %v, want %v", got.Sub(t0), time.Duration(0))
+				if got := b.NextDeadline(t0); !got.Equal(nackAt) {
+					t.Fatalf("NextDeadline with a NACK pending: got %v, want %v", got.Sub(t0), minNACKDelay)
 				}
-				d := b.AppendDatagram(nil, t0)
+				if d := b.AppendDatagram(nil, t0); d != nil {
+					t.Fatalf("got % x before the NACK delay, want nothing", d)
+				}
+				d := b.AppendDatagram(nil, nackAt)
 				if d == nil {
-					t.Fatalf("got no datagram, want a NACK at once")
+					t.Fatalf("got no datagram, want a NACK after %v", minNACKDelay)
 				}
 				if a := decodeAck(t, d); !a.NACK || !slices.Equal(a.Ranges, tc.nack) {
 					t.Errorf("NACK: got NACK=%v %v, want NACK=true %v", a.NACK, a.Ranges, tc.nack)
 				}
 			}
 			// Only the delayed ACK is left.
-			if d := b.AppendDatagram(nil, t0); d != nil {
+			if d := b.AppendDatagram(nil, nackAt); d != nil {
 				t.Fatalf("got % x, want nothing before the ACK delay", d)
 			}
 			d := b.AppendDatagram(nil, t0.Add(DefaultAckDelay))

@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
@@ -51,17 +52,21 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, delive
 			c.expected++
 			deliver(m)
 		}
+		if c.queued == 0 && len(c.ring) > 0 {
+			// Give the ring back once nothing waits: a burst of reordering
+			// does not pin its memory.
+			o.bytes -= len(c.ring) * slotSize
+			c.ring = nil
+		}
 		return nil
 	}
 	ahead := abs - c.expected
-	if ahead >= uint64(o.maxQueue) || o.bytes+len(p) > o.maxBytes {
+	if ahead >= uint64(o.maxQueue) || o.bytes+len(p)+o.growCost(c, ahead) > o.maxBytes {
 		return errOrderQueueFull
 	}
 	if ahead >= uint64(len(c.ring)) {
-		size := max(len(c.ring), 8)
-		for uint64(size) <= ahead {
-			size *= 2
-		}
+		size := ringSize(len(c.ring), ahead)
+		o.bytes += (size - len(c.ring)) * slotSize
 		ring := make([][]byte, size)
 		for i := range uint64(len(c.ring)) {
 			if m := c.ring[(c.expected+i)&uint64(len(c.ring)-1)]; m != nil {
@@ -77,6 +82,42 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, delive
 	*slot = append([]byte(nil), p...)
 	c.queued++
 	o.bytes += len(p)
+	return nil
+}
+
+// slotSize is the memory one ring slot takes, charged against maxBytes.
+const slotSize = 24
+
+// ringSize returns the ring size that holds index ahead.
+func ringSize(cur int, ahead uint64) int {
+	size := max(cur, 8)
+	for uint64(size) <= ahead {
+		size *= 2
+	}
+	return size
+}
+
+// growCost returns the bytes growing c's ring to hold index ahead costs.
+func (o *orderChannels) growCost(c *orderChannel, ahead uint64) int {
+	if ahead < uint64(len(c.ring)) {
+		return 0
+	}
+	return (ringSize(len(c.ring), ahead) - len(c.ring)) * slotSize
+}
+
+// admit reports whether size bytes (a message with order index idx on
+// channel, plus others admitted alongside it) fit the queue caps if the
+// message has to wait.
+func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size int) error {
+	c := &o.ch[channel]
+	abs := unwrap(c.expected, idx)
+	if abs <= c.expected {
+		return nil
+	}
+	ahead := abs - c.expected
+	if ahead >= uint64(o.maxQueue) || o.bytes+size+o.growCost(c, ahead) > o.maxBytes {
+		return fmt.Errorf("handle datagram: %w", errOrderQueueFull)
+	}
 	return nil
 }
 
