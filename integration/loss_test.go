@@ -103,11 +103,17 @@ func TestLossyOurDialerOurListener(t *testing.T) {
 	if err := client.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	dc, err := readErr(server, 5*time.Second)
-	if !errors.Is(err, raknet.ErrPeerClosed) {
+	closeTook := time.Since(start)
+	if _, err := readErr(server, 5*time.Second); !errors.Is(err, raknet.ErrPeerClosed) {
 		t.Fatalf("server read after the client's close: got %v, want ErrPeerClosed", err)
 	}
-	t.Logf("client Close took %v; the server noticed after %v", time.Since(start)-dc, time.Since(start))
+	// Close returns once the server acknowledged everything, the
+	// DisconnectionNotification included; its ACK goes out in copies so a
+	// lost one rarely makes Close wait out its timeout.
+	t.Logf("client Close took %v", closeTook)
+	if closeTook >= raknet.DefaultCloseTimeout {
+		t.Logf("client Close waited out its timeout: every copy of the last ACK was lost")
+	}
 	if n := waitConnections(l, 0, time.Second); n != 0 {
 		t.Errorf("listener connections: got %d, want 0", n)
 	}

@@ -56,6 +56,11 @@ const (
 	ipv6Overhead = 48
 	// maxPingRTT bounds a plausible connected ping round trip.
 	maxPingRTT = time.Minute
+	// lingerTime is how long datagrams from a peer that closed the
+	// connection are still acknowledged (without state), as TCP's
+	// TIME_WAIT: a peer whose earlier ACKs were lost resends data we
+	// already have, and would otherwise wait out its close timeout.
+	lingerTime = time.Second
 )
 
 // Stats are a connection's counters and estimates.
@@ -133,7 +138,11 @@ type Conn struct {
 	// released is closed once the connection is gone for good: removed
 	// from its listener, or its socket closed and its read loop ended.
 	released    chan struct{}
+	releaseOnce sync.Once
 	closeErr    error
+	// lingering is set when the peer closed the connection: see
+	// lingerTime.
+	lingering   bool
 	established chan struct{}
 
 	readDeadline, writeDeadline atomic.Pointer[time.Time]
@@ -230,11 +239,26 @@ func (c *Conn) unlock() {
 	if c.onClose != nil {
 		c.onClose(c)
 	}
-	if !c.dial {
-		// A dialed connection is released by its read loop, which ends
-		// once onClose closed the socket.
-		close(c.released)
+	if !c.dial || c.lingering {
+		// A dialed connection is otherwise released by its read loop,
+		// which ends once onClose closed the socket. A lingering one
+		// keeps reading for lingerTime but holds nothing of the caller's.
+		c.release()
 	}
+}
+
+// release closes c.released once.
+func (c *Conn) release() { c.releaseOnce.Do(func() { close(c.released) }) }
+
+// appendAckFor appends an ACK of data datagram b to dst, or returns nil
+// if b is not a data datagram.
+func appendAckFor(dst, b []byte) []byte {
+	var h wire.DatagramHeader
+	if _, err := h.Decode(b); err != nil {
+		return nil
+	}
+	a := wire.Ack{Ranges: []wire.AckRange{{Start: h.Number, End: h.Number}}}
+	return a.Append(dst)
 }
 
 // wake closes *ch, waking everyone waiting on it.
@@ -284,6 +308,27 @@ func (c *Conn) flush(now time.Time) {
 		}
 		c.buf = d
 		c.write(d)
+	}
+}
+
+// finalCopies is how many times the last datagrams of a connection are
+// written: nothing resends them once it is gone, so the peer would wait
+// out its close timeout (for the ACK of its DisconnectionNotification) or
+// its peer timeout (for ours) if the only copy were lost. The receiver
+// drops the duplicates by datagram number.
+const finalCopies = 3
+
+// flushFinal writes every datagram the layer allows now finalCopies times.
+func (c *Conn) flushFinal(now time.Time) {
+	for {
+		d := c.layer.AppendDatagram(c.buf[:0], now)
+		if d == nil {
+			return
+		}
+		c.buf = d
+		for range finalCopies {
+			c.write(d)
+		}
 	}
 }
 
@@ -359,6 +404,12 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.state == stateClosed {
+		if c.lingering {
+			if ack := appendAckFor(c.buf[:0], b); ack != nil {
+				c.buf = ack
+				c.write(ack)
+			}
+		}
 		return
 	}
 	c.lastRecv = now
@@ -420,7 +471,8 @@ func (c *Conn) deliver(msg []byte) {
 		return
 	case wire.IDDisconnectionNotification:
 		c.layer.AckNow()
-		c.flush(now)
+		c.flushFinal(now)
+		c.lingering = true
 		c.finish(closedBy(ErrPeerClosed))
 		return
 	case wire.IDConnectionRequest:
@@ -565,7 +617,7 @@ func (c *Conn) abort(err error, tell bool) {
 		now := time.Now()
 		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
 		c.layer.AckNow()
-		c.flush(now)
+		c.flushFinal(now)
 	}
 	c.finish(err)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,5 +495,48 @@ func TestConnAddrs(t *testing.T) {
 	}
 	if server.GUID() != -99 || client.GUID() != l.ID() {
 		t.Errorf("GUIDs: got server-side %d, client-side %d, want -99 and %d", server.GUID(), client.GUID(), l.ID())
+	}
+}
+
+// A closer whose earlier ACKs were lost still finishes Close promptly: the
+// peer, gone after the DisconnectionNotification, keeps acknowledging the
+// resent data for a while.
+func TestCloseAfterLostAcks(t *testing.T) {
+	for _, serverCloses := range []bool{false, true} {
+		t.Run(fmt.Sprintf("server closes %v", serverCloses), func(t *testing.T) {
+			const closeTimeout = 2 * time.Second
+			l := listenTest(t, ListenConfig{CloseTimeout: closeTimeout})
+			var lose atomic.Bool
+			isAck := func(b []byte) bool { return lose.Load() && b[0]&0x40 != 0 }
+			// The client loses the ACKs it receives or the ACKs it sends.
+			f := &filterConn{dropRead: isAck, dropWrite: isAck}
+			client, server := dialTest(t, Dialer{ListenPacket: filterListen(f), CloseTimeout: closeTimeout}, l)
+			closer, reader := client, server
+			if serverCloses {
+				closer, reader = server, client
+			}
+			lose.Store(true)
+			for i := range 20 {
+				if _, err := closer.Write([]byte{0xfe, byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 20 {
+				if _, err := reader.ReadPacket(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			if closer.Stats().Buffered == 0 {
+				t.Fatal("no unacknowledged data before Close")
+			}
+			lose.Store(false)
+			start := time.Now()
+			_ = closer.Close()
+			if d := time.Since(start); d > closeTimeout/2 {
+				t.Errorf("close took %v, want well under the %v close timeout", d, closeTimeout)
+			}
+			t.Logf("close took %v", time.Since(start))
+		})
 	}
 }

@@ -357,7 +357,15 @@ phase2:
 	now := time.Now()
 	c := newConn(pc, ua, ap, mtu, cfg, true, now)
 	c.guid = reply2.ServerGUID
-	c.onClose = func(c *Conn) { _ = c.pc.Close() }
+	c.onClose = func(c *Conn) {
+		if c.lingering {
+			// The read loop acknowledges stale data until the deadline,
+			// then closes the socket.
+			_ = c.pc.SetReadDeadline(time.Now().Add(lingerTime))
+			return
+		}
+		_ = c.pc.Close()
+	}
 	c.start(now)
 	go dialReadLoop(pc, c, ap)
 
@@ -386,10 +394,11 @@ phase2:
 }
 
 // dialReadLoop feeds a dialed connection from its own socket until the
-// socket closes, then closes the connection (if something else closed the
-// socket) and releases it.
+// socket closes (or, once the connection closed, a read fails), then
+// closes the connection and the socket and releases the connection.
 func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort) {
-	defer close(c.released)
+	defer c.release()
+	defer pc.Close()
 	defer c.closeNow(net.ErrClosed, false)
 	buf := make([]byte, maxDatagramSize)
 	udp, _ := pc.(*net.UDPConn)

@@ -114,6 +114,9 @@ type Listener struct {
 	mu     sync.RWMutex
 	conns  map[netip.AddrPort]*Conn
 	closed bool // set by Close under mu: no new connections
+	// recent holds, until when, the peers that closed their connection:
+	// their data datagrams are still acknowledged (see lingerTime).
+	recent map[netip.AddrPort]time.Time
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
 
@@ -161,6 +164,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
 		conns:   make(map[netip.AddrPort]*Conn),
+		recent:  make(map[netip.AddrPort]time.Time),
 		out:     make([]byte, 0, 1500),
 		started: time.Now(),
 	}
@@ -343,12 +347,21 @@ func (l *Listener) handle(b []byte, ap netip.AddrPort, addr net.Addr) {
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
 		c := l.conns[k]
+		until, recent := l.recent[k]
 		l.mu.RUnlock()
-		if c == nil {
-			l.dropped.Add(1)
+		now := time.Now()
+		if c != nil {
+			c.handle(b, now)
 			return
 		}
-		c.handle(b, time.Now())
+		if recent && now.Before(until) {
+			if ack := appendAckFor(l.out[:0], b); ack != nil {
+				l.out = ack
+				l.writeTo(ack, ap, addr)
+			}
+			return
+		}
+		l.dropped.Add(1)
 		return
 	}
 	switch b[0] {
@@ -435,6 +448,7 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 		l.mu.Unlock()
 		return
 	}
+	delete(l.recent, k)
 	if old := l.conns[k]; old != nil {
 		l.mu.Unlock()
 		old.mu.Lock()
@@ -504,11 +518,29 @@ func (l *Listener) established(c *Conn) {
 	}
 }
 
-// removeConn forgets a closed connection.
+// maxRecent bounds Listener.recent.
+const maxRecent = 4096
+
+// removeConn forgets a closed connection. It runs after c.mu is released,
+// by the goroutine that closed c.
 func (l *Listener) removeConn(c *Conn) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.conns[c.raddr] == c {
 		delete(l.conns, c.raddr)
 	}
-	l.mu.Unlock()
+	if !c.lingering || l.closed {
+		return
+	}
+	now := time.Now()
+	if len(l.recent) >= maxRecent {
+		for k, until := range l.recent {
+			if !now.Before(until) {
+				delete(l.recent, k)
+			}
+		}
+	}
+	if len(l.recent) < maxRecent {
+		l.recent[c.raddr] = now.Add(lingerTime)
+	}
 }
