@@ -177,6 +177,8 @@ type Conn struct {
 	accepted []byte
 }
 
+var _ net.Conn = (*Conn)(nil)
+
 // newConn returns a connection in the handshake state. Its timer is not
 // armed until start, so the caller may finish setting it up.
 func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg connConfig, dial bool, now time.Time) *Conn {

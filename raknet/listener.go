@@ -124,6 +124,8 @@ type Listener struct {
 	out []byte
 }
 
+var _ net.Listener = (*Listener)(nil)
+
 // Listen listens on address ("host:port") with the default configuration.
 func Listen(address string) (*Listener, error) {
 	var lc ListenConfig

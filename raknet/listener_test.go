@@ -552,3 +552,49 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.w.Write(p)
 }
+
+// The connection exists before Reply2 leaves, so the client's first
+// connected datagram always finds it.
+func TestConnectionExistsBeforeReply2(t *testing.T) {
+	var l *Listener
+	var ready sync.WaitGroup
+	ready.Add(1)
+	seen := make(chan int, 4)
+	f := &filterConn{dropWrite: func(b []byte) bool {
+		if b[0] == wire.IDOpenConnectionReply2 {
+			ready.Wait()
+			seen <- l.Stats().Connections
+		}
+		return false
+	}}
+	l = listenTest(t, ListenConfig{ListenPacket: filterListen(f)})
+	ready.Done()
+	dialTest(t, Dialer{}, l)
+	if n := <-seen; n != 1 {
+		t.Errorf("connections when Reply2 was written: got %d, want 1", n)
+	}
+}
+
+// Over IPv6 the 40-byte header is counted: a path that drops datagrams
+// above 1200 bytes of IP packet gives MTU 1200, not one 20 bytes larger.
+func TestIPv6MTUCountsHeader(t *testing.T) {
+	l, err := Listen("[::1]:0")
+	if err != nil {
+		t.Skipf("IPv6 unavailable: %v", err)
+	}
+	defer l.Close()
+	big := func(b []byte) bool { return len(b) > 1200-ipv6Overhead }
+	f := &filterConn{dropWrite: big, dropRead: big}
+	client, server := dialTest(t, Dialer{ListenPacket: filterListen(f), limits: limits{dialRetry: 50 * time.Millisecond}}, l)
+	if client.MTU() != 1200 || server.MTU() != 1200 {
+		t.Fatalf("MTU: got client %d, server %d, want 1200", client.MTU(), server.MTU())
+	}
+	msg := bytes.Repeat([]byte{0xfe}, 30<<10)
+	if _, err := server.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if got, err := client.ReadPacket(); err != nil || len(got) != len(msg) {
+		t.Fatalf("read: got %d bytes, %v, want %d", len(got), err, len(msg))
+	}
+}
