@@ -454,7 +454,7 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 	if old := l.conns[k]; old != nil {
 		l.mu.Unlock()
 		old.mu.Lock()
-		same, reply := old.guid == m.ClientGUID, old.reply2
+		same, reply := old.guid == m.ClientGUID && old.state != stateClosed, old.reply2
 		old.mu.Unlock()
 		if same {
 			// A retried request: answer it the same way.
@@ -469,6 +469,10 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 		if l.closed {
 			l.mu.Unlock()
 			return
+		}
+		// A connection closed just now may not have removed itself yet.
+		if l.conns[k] == old {
+			delete(l.conns, k)
 		}
 	}
 	if l.cfg.MaxConnections > 0 && len(l.conns) >= l.cfg.MaxConnections {
