@@ -92,8 +92,9 @@ format = "console"
 [raknet]
 # Largest RakNet datagram in bytes, offered during MTU discovery (576-1492).
 max_mtu = 1400
-# Most RakNet connections at once. 0 means max_players plus 10% (at least 4
-# more), so that a client over the limit still sees the "server full" message.
+# Most RakNet connections at once on each listener. 0 means max_players plus
+# 10% (at least 4 more), so that a client over the limit still sees the
+# "server full" message.
 max_connections = 0
 # Drop a connection after hearing nothing from the peer for this long, as a
 # Go duration: "10s", "1m30s". More than 0 and at most 5m.
