@@ -205,12 +205,15 @@ type Layer struct {
 	nacks     intervalSet
 	ackFirst  time.Time // when the oldest pending ACK arrived
 	nackAt    time.Time // when pending NACKs are due
-	ackCount  int
-	relWin    seqWindow
-	order     orderChannels
-	asm       assembler
-	ackBuf    wire.Ack
-	frameBuf  []wire.Frame
+	// ackRepeat holds the ranges of the last ACK, sent again with the
+	// next; ackFresh is scratch space.
+	ackRepeat, ackFresh []interval
+	ackCount            int
+	relWin              seqWindow
+	order               orderChannels
+	asm                 assembler
+	ackBuf              wire.Ack
+	frameBuf            []wire.Frame
 
 	stats Stats
 }
@@ -403,6 +406,14 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 		return l.countSent(l.nacks.appendAck(b, true, l.cfg.MaxDatagram, &l.ackBuf))
 	}
 	if !l.acks.empty() && (l.ackCount >= ackNowThreshold || !now.Before(l.ackFirst.Add(l.cfg.AckDelay))) {
+		// Every range is acknowledged twice, in this ACK and the next, so
+		// one lost ACK does not make the peer resend what arrived. The
+		// peer ignores numbers it already saw acknowledged.
+		l.ackFresh = append(l.ackFresh[:0], l.acks.iv...)
+		for _, iv := range l.ackRepeat {
+			l.acks.addRange(iv.lo, iv.hi)
+		}
+		l.ackRepeat = append(l.ackRepeat[:0], l.ackFresh...)
 		b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf)
 		l.stats.AcksSent++
 		if l.acks.empty() {

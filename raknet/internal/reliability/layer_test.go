@@ -625,3 +625,34 @@ func BenchmarkCleanPath(b *testing.B) {
 		})
 	}
 }
+
+// TestAckRepeatsLastRanges checks that each acknowledged range goes out in
+// two consecutive ACKs, so losing one ACK does not cost the peer a resend.
+func TestAckRepeatsLastRanges(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	now := t0
+	ackOf := func(n uint32) []wire.AckRange {
+		t.Helper()
+		mustHandle(t, b.Layer, now, dataDatagram(n, reliableFrame(n, []byte{1})))
+		now = now.Add(DefaultAckDelay)
+		d := b.AppendDatagram(nil, now)
+		if d == nil {
+			t.Fatalf("got no ACK for %d", n)
+		}
+		return decodeAck(t, d).Ranges
+	}
+	want := [][]wire.AckRange{
+		{{Start: 0, End: 0}},
+		{{Start: 0, End: 1}},
+		{{Start: 1, End: 2}},
+		{{Start: 2, End: 3}},
+	}
+	for n, w := range want {
+		if got := ackOf(uint32(n)); !slices.Equal(got, w) {
+			t.Errorf("ACK after datagram %d: got %v, want %v", n, got, w)
+		}
+	}
+	if d := b.AppendDatagram(nil, now.Add(time.Second)); d != nil {
+		t.Errorf("got % x with nothing new to acknowledge, want nothing", d)
+	}
+}
