@@ -185,6 +185,7 @@ func TestStatusOf(t *testing.T) {
 		{nil, "ok"},
 		{fmt.Errorf("echo 3: %w", errTimeout), "timeout"},
 		{fmt.Errorf("%w: closed", errDied), "died"},
+		{fmt.Errorf("echo 9: %w", errDeadline), "deadline"},
 		{errors.New("out of order"), "mismatch"},
 	}
 	for _, tc := range tests {

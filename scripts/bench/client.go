@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// errTimeout and errDied are how a bounded workload ends early: no answer
-// in time, or the connection closed under it.
+// errTimeout, errDeadline and errDied are how a bounded workload ends
+// early: no answer in time, the whole workload out of time, or the
+// connection closed under it.
 var (
-	errTimeout = errors.New("timeout")
-	errDied    = errors.New("died")
+	errTimeout  = errors.New("timeout")
+	errDeadline = errors.New("deadline")
+	errDied     = errors.New("died")
 )
 
 // reader moves a connection's packets onto a channel so that waits can be
@@ -97,11 +99,14 @@ func runEcho(r *reader, o echoOpts) ([]time.Duration, error) {
 			}
 			next++
 		}
-		wait := o.Timeout
-		if !o.Deadline.IsZero() {
-			wait = min(wait, time.Until(o.Deadline))
+		wait, bounded := o.Timeout, false
+		if left := time.Until(o.Deadline); !o.Deadline.IsZero() && left < wait {
+			wait, bounded = max(left, 0), true
 		}
 		p, err := r.next(wait)
+		if errors.Is(err, errTimeout) && bounded {
+			err = errDeadline
+		}
 		if err != nil {
 			return rtts, fmt.Errorf("echo %d of %d: %w", want, o.N, err)
 		}

@@ -83,6 +83,8 @@ func statusOf(err error) string {
 		return "ok"
 	case errors.Is(err, errTimeout):
 		return "timeout"
+	case errors.Is(err, errDeadline):
+		return "deadline"
 	case errors.Is(err, errDied):
 		return "died"
 	}
@@ -244,6 +246,16 @@ func phaseHandshake(cfg *runConfig, im impl, r *record) error {
 	cpu, wall, _ := m.used()
 	open := closeAll(conns, closeWait)
 	l := summarise(durs)
+	seq, err := sequentialDials(c.addr, cfg.hsSeq, cfg.hsDur)
+	if err != nil {
+		r.logf("sequential dials: %v", err)
+	}
+	ls := summarise(seq)
+	if ls.N > 0 {
+		r.set("hs1.p50", num(ms(ls.P50)))
+		r.set("hs1.p99", num(ms(ls.P99)))
+	}
+	r.logf("one dialer at a time: %v", ls)
 	r.set("hs.rate", num(float64(len(durs))/wall.Seconds()))
 	r.set("hs.p50", num(ms(l.P50)))
 	r.set("hs.p99", num(ms(l.P99)))
@@ -257,6 +269,29 @@ func phaseHandshake(cfg *runConfig, im impl, r *record) error {
 		r.logf("first dial error: %v", firstErr)
 	}
 	return nil
+}
+
+// sequentialDials dials n times, one at a time, for at most d: the
+// handshake latency without queueing behind other dials.
+func sequentialDials(addr string, n int, d time.Duration) ([]time.Duration, error) {
+	var durs []time.Duration
+	var conns []packetConn
+	defer func() { closeAll(conns, closeWait) }()
+	end := time.Now().Add(d)
+	for range n {
+		if time.Now().After(end) {
+			break
+		}
+		t0 := time.Now()
+		conn, err := dialClient(addr, dialTimeout)
+		if err != nil {
+			return durs, err
+		}
+		durs = append(durs, time.Since(t0))
+		conns = append(conns, conn)
+		_ = conn.Close()
+	}
+	return durs, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -381,7 +416,7 @@ func phaseMulti(cfg *runConfig, im impl, r *record) error {
 			rd := newReader(conn, 4)
 			defer rd.close()
 			results[i] = runStream(rd, streamOpts{Size: 1024, MaxBytes: int64(cfg.clientPackets) * 1024,
-				Duration: cfg.streamDur, AckWait: cfg.ackWait})
+				Duration: cfg.streamDur, AckWait: cfg.multiAckWait})
 		})
 	}
 	wg.Wait()
@@ -551,7 +586,7 @@ func phaseLoss(rate float64) func(*runConfig, impl, *record) error {
 		} else {
 			rd := newReader(conn, 2)
 			rtts, err := runEcho(rd, echoOpts{N: cfg.lossEchoN, Size: 100, Window: 1,
-				Timeout: 10 * time.Second, Deadline: time.Now().Add(cfg.echoLimit)})
+				Timeout: 10 * time.Second, Deadline: time.Now().Add(cfg.lossEchoLim)})
 			l := summarise(rtts)
 			r.logf("echo 100 B at %.0f%% loss: %v", rate*100, l)
 			if err != nil {

@@ -26,6 +26,7 @@ type runConfig struct {
 
 	hsDur time.Duration
 	hsMax int
+	hsSeq int
 
 	echoN     int
 	echoLimit time.Duration
@@ -35,6 +36,7 @@ type runConfig struct {
 	ackWait             time.Duration
 
 	clients, clientPackets int
+	multiAckWait           time.Duration
 
 	idle          int
 	idleDialLimit time.Duration
@@ -43,6 +45,7 @@ type runConfig struct {
 
 	lossRates   []float64
 	lossEchoN   int
+	lossEchoLim time.Duration
 	lossBytes   int64
 	lossAckWait time.Duration
 	proxyDelay  time.Duration
@@ -111,18 +114,18 @@ type phase struct {
 func phases(cfg *runConfig) []phase {
 	ps := []phase{
 		{"ping", func(c *runConfig) time.Duration { return c.pingDur + 20*time.Second }, phasePing},
-		{"handshake", func(c *runConfig) time.Duration { return c.hsDur + 30*time.Second }, phaseHandshake},
+		{"handshake", func(c *runConfig) time.Duration { return 2*c.hsDur + 40*time.Second }, phaseHandshake},
 		{"echo", func(c *runConfig) time.Duration { return c.echoLimit + 20*time.Second }, phaseEcho},
 		{"stream1k", streamLimit, phaseStream(1024, func(c *runConfig) int64 { return c.stream1K })},
 		{"stream64k", streamLimit, phaseStream(64<<10, func(c *runConfig) int64 { return c.stream64K })},
-		{"multi", func(c *runConfig) time.Duration { return c.streamDur + c.ackWait + 60*time.Second }, phaseMulti},
+		{"multi", func(c *runConfig) time.Duration { return c.streamDur + c.multiAckWait + 60*time.Second }, phaseMulti},
 		{"idle", func(c *runConfig) time.Duration {
 			return c.idleDialLimit + c.idleSettle + c.idleDur + closeWait + 30*time.Second
 		}, phaseIdle},
 	}
 	for _, rate := range cfg.lossRates {
 		ps = append(ps, phase{lossKey(rate), func(c *runConfig) time.Duration {
-			return c.echoLimit + c.streamDur + c.lossAckWait + 2*lossyDialTimeout + 2*closeWait + 20*time.Second
+			return c.lossEchoLim + c.streamDur + c.lossAckWait + 2*lossyDialTimeout + 2*closeWait + 20*time.Second
 		}, phaseLoss(rate)})
 	}
 	return ps
@@ -186,22 +189,22 @@ func cmdRun(args []string) error {
 	}
 	cfg := &runConfig{
 		pingDur: 3 * time.Second, pingWindow: 32,
-		hsDur: 3 * time.Second, hsMax: 6000,
+		hsDur: 3 * time.Second, hsMax: 6000, hsSeq: 500,
 		echoN: 2000, echoLimit: 60 * time.Second,
 		streamDur: 3 * time.Second, stream1K: 256 << 20, stream64K: 1 << 30, ackWait: 30 * time.Second,
-		clients: 100, clientPackets: 2000,
+		clients: 100, clientPackets: 1000, multiAckWait: 60 * time.Second,
 		idle: 5000, idleDialLimit: 120 * time.Second, idleSettle: 3 * time.Second, idleDur: 10 * time.Second,
-		lossEchoN: 500, lossBytes: 32 << 20, lossAckWait: 60 * time.Second,
+		lossEchoN: 500, lossEchoLim: 150 * time.Second, lossBytes: 32 << 20, lossAckWait: 60 * time.Second,
 		proxyDelay: *delay, proxyJitter: *jitter,
 	}
 	if *quick {
 		cfg.pingDur, cfg.hsDur, cfg.streamDur = time.Second, time.Second, time.Second
-		cfg.hsMax = 2000
+		cfg.hsMax, cfg.hsSeq = 3000, 200
 		cfg.echoN = 500
 		cfg.clientPackets = 300
 		cfg.idle, cfg.idleDialLimit, cfg.idleSettle, cfg.idleDur = 1000, 40*time.Second, 2*time.Second, 3*time.Second
-		cfg.lossEchoN, cfg.lossBytes = 150, 4<<20
-		cfg.ackWait, cfg.lossAckWait = 20*time.Second, 30*time.Second
+		cfg.lossEchoN, cfg.lossEchoLim, cfg.lossBytes = 150, 60*time.Second, 4<<20
+		cfg.ackWait, cfg.lossAckWait, cfg.multiAckWait = 20*time.Second, 30*time.Second, 30*time.Second
 	}
 	if *idle > 0 {
 		cfg.idle = *idle
@@ -220,9 +223,19 @@ func cmdRun(args []string) error {
 		}
 	}
 	if *only != "" {
+		known := make(map[string]bool)
+		var names []string
+		for _, p := range phases(cfg) {
+			known[p.name] = true
+			names = append(names, p.name)
+		}
 		cfg.phases = make(map[string]bool)
 		for p := range strings.SplitSeq(*only, ",") {
-			cfg.phases[strings.TrimSpace(p)] = true
+			p = strings.TrimSpace(p)
+			if !known[p] {
+				return fmt.Errorf("unknown phase %q: want some of %s", p, strings.Join(names, ","))
+			}
+			cfg.phases[p] = true
 		}
 	}
 
@@ -333,6 +346,8 @@ func tableRows(cfg *runConfig) []row {
 		{"handshake", "hs.p50", "dial p50 (ms)", "%.2f", nil},
 		{"handshake", "hs.p99", "dial p99 (ms)", "%.2f", absLE(10, "ms")},
 		{"handshake", "hs.cpu", "server CPU per handshake (us)", "%.0f", nil},
+		{"handshake", "hs1.p50", "dial p50, one dialer at a time (ms)", "%.2f", nil},
+		{"handshake", "hs1.p99", "dial p99, one dialer at a time (ms)", "%.2f", nil},
 		{"handshake", "hs.fail", "failed dials", "%.0f", nil},
 		{"echo", "echo.p50", "echo 100 B p50 (us)", "%.0f", nil},
 		{"echo", "echo.p99", "echo 100 B p99 (us)", "%.0f", ratioLE(0.5)},
@@ -420,4 +435,14 @@ func printTable(w io.Writer, cfg *runConfig, b, g *record) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.label, bs, gs, ratio, tgt, verdict)
 	}
 	_ = tw.Flush()
+	fmt.Fprintf(w, `
+timeout: no answer within the bound (a stream: no SYN/ACK within %v, %v
+  through the proxy); deadline: the phase ran out of time before all its
+  echoes; died: the connection closed under the workload.
+Server CPU is utime+stime from /proc/PID/stat of the server's own process
+(10 ms resolution); RSS is VmRSS; live heap is HeapAlloc after a GC.
+Goroutines per connection include the bench server's one reader per
+connection. Idle go-raknet clients send a connected ping every 500 ms and
+flush ACKs every 100 ms, so "idle" CPU is the cost of answering them.
+`, cfg.ackWait, cfg.lossAckWait)
 }
