@@ -261,6 +261,10 @@ type Config struct {
 	// RakNetProtocols lists the RakNet protocol versions accepted; nil
 	// means raknet.DefaultProtocolVersions.
 	RakNetProtocols []byte
+
+	// listenPacket opens the listeners' sockets; nil means
+	// net.ListenPacket. Tests use it to simulate a host without IPv6.
+	listenPacket func(network, address string) (net.PacketConn, error)
 }
 
 // Disconnect returns DisconnectMessage with every PlayerPlaceholder replaced

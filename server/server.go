@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
@@ -173,6 +175,7 @@ func (srv *Server) Listen() error {
 	}
 	c := srv.conf
 	lc := raknet.ListenConfig{
+		ListenPacket:     c.listenPacket,
 		Log:              c.Log,
 		MaxMTU:           c.MaxMTU,
 		MaxConnections:   c.MaxConnections,
@@ -190,6 +193,11 @@ func (srv *Server) Listen() error {
 		// An empty host means every address of this family only.
 		addr := withHost(g.addr, g.wildcard)
 		l, err := lc.Listen(addr)
+		if err != nil && srv.v4 != nil && noIPv6(err) {
+			// A host without IPv6 (some containers) still serves IPv4.
+			srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
+			continue
+		}
 		if err != nil {
 			for _, l := range srv.game() {
 				_ = l.Close()
@@ -516,6 +524,12 @@ func addrPort(a net.Addr) netip.AddrPort {
 
 // port returns a's port.
 func port(a net.Addr) uint16 { return addrPort(a).Port() }
+
+// noIPv6 reports whether a listen error says the host has no IPv6.
+func noIPv6(err error) bool {
+	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) ||
+		errors.Is(err, syscall.EPROTONOSUPPORT)
+}
 
 // withHost returns addr with host filled in if it has none.
 func withHost(addr, host string) string {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -494,5 +496,25 @@ func TestRun(t *testing.T) {
 		}
 	case <-time.After(testTimeout):
 		t.Fatal("Run did not return after the context ended")
+	}
+}
+
+func TestNoIPv6(t *testing.T) {
+	noV6 := func(network, address string) (net.PacketConn, error) {
+		if network == "udp6" {
+			return nil, &net.OpError{Op: "listen", Net: network, Err: os.NewSyscallError("socket", syscall.EAFNOSUPPORT)}
+		}
+		return net.ListenPacket(network, address)
+	}
+	srv := startServer(t, Config{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", listenPacket: noV6})
+	if as := srv.Addrs(); len(as) != 1 {
+		t.Errorf("got listeners %v, want the IPv4 one only", as)
+	}
+	ping(t, gameAddr(t, srv))
+
+	// Without IPv4 to fall back on, it is an error.
+	only6 := Config{AddressV6: "[::1]:0", listenPacket: noV6}.New()
+	if err := only6.Listen(); !errors.Is(err, syscall.EAFNOSUPPORT) {
+		t.Errorf("IPv6 only: got %v, want EAFNOSUPPORT", err)
 	}
 }
