@@ -42,7 +42,7 @@ const (
 	maxAckIntervals = 512
 	// minNACKDelay and maxNACKDelay bound how long a gap waits for
 	// reordered datagrams before it is NACKed.
-	minNACKDelay = 2 * time.Millisecond
+	minNACKDelay = 4 * time.Millisecond
 	maxNACKDelay = 20 * time.Millisecond
 	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
 	// the sender's timeout.
@@ -52,9 +52,9 @@ const (
 	// maxSendSplits is the most split messages partly sent at once, below
 	// the 16 in progress that go-raknet and our receiver accept.
 	maxSendSplits = 8
-	// fastResendThreshold is how many later datagrams must be acked before
-	// an unacknowledged one is deemed lost.
-	fastResendThreshold = 3
+	// minReorderWindow is the least time an unacknowledged datagram older
+	// than an acknowledged one is given before it is deemed lost.
+	minReorderWindow = 2 * time.Millisecond
 )
 
 // Errors returned by Send.
@@ -702,11 +702,16 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 		l.largestAcked = largest
 	}
 	if !a.NACK && largest != 0 {
-		// Fast resend: datagrams sent well before one that was just acked.
-		threshold := now.Add(-(l.rtt.smoothed() * 9 / 8))
+		// Fast resend: an older datagram still unacknowledged when a later
+		// one was acked is lost once it has been out clearly longer than a
+		// round trip. Time, not a count of later datagrams, is the test:
+		// a burst reordered by a few milliseconds of jitter overtakes many
+		// datagrams at once and is not lost.
+		srtt := l.rtt.smoothed()
+		threshold := now.Add(-max(srtt*9/8, srtt+2*l.rtt.rttvar, minReorderWindow))
 		for n := l.sendOldest; n < largest; n++ {
 			s := l.slot(n)
-			if s.inFlight && (largest-n >= fastResendThreshold || s.sentAt.Before(threshold)) {
+			if s.inFlight && s.sentAt.Before(threshold) {
 				l.lose(n, s, now, true)
 			}
 		}

@@ -261,11 +261,13 @@ func TestFastResend(t *testing.T) {
 		resent   []uint32 // reliable indexes resent at once
 		stillOut int      // datagrams still in flight afterwards
 	}{
-		// Datagram 3 acked: 0 is three behind and resent; 1 and 2 wait.
-		{name: "ack of N+3", sentAt: []time.Duration{0, 0, 0, 0}, acked: 3, ackAt: ms(10), resent: []uint32{0}, stillOut: 2},
-		{name: "ack of N+2 waits", sentAt: []time.Duration{0, 0, 0}, acked: 2, ackAt: ms(10), stillOut: 2},
-		{name: "ack of N+4", sentAt: []time.Duration{0, 0, 0, 0, 0}, acked: 4, ackAt: ms(10), resent: []uint32{0, 1}, stillOut: 2},
-		// Datagram 0 was sent more than 9/8 SRTT before the ACK of 1.
+		// A burst sent at once and acked out of order is reordering, not
+		// loss: nothing is resent before the time threshold
+		// (max(9/8 SRTT, SRTT + 2 RTTVAR); the first sample of 10 ms gives
+		// 20 ms).
+		{name: "burst reordered", sentAt: []time.Duration{0, 0, 0, 0}, acked: 3, ackAt: ms(10), stillOut: 3},
+		{name: "two sent well before", sentAt: []time.Duration{0, ms(1), ms(25)}, acked: 2, ackAt: ms(35), resent: []uint32{0, 1}, stillOut: 0},
+		{name: "recent one waits", sentAt: []time.Duration{0, ms(18), ms(25)}, acked: 2, ackAt: ms(35), resent: []uint32{0}, stillOut: 1},
 		{name: "sent well before", sentAt: []time.Duration{0, ms(20)}, acked: 1, ackAt: ms(30), resent: []uint32{0}, stillOut: 0},
 	}
 	for _, tc := range cases {

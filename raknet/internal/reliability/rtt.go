@@ -15,7 +15,7 @@ const (
 )
 
 // rttStats estimates the round-trip time as in RFC 6298: a smoothed RTT and
-// a mean deviation, giving RTO = SRTT + max(G, 4·RTTVAR) with a floor, a
+// a mean deviation, giving RTO = SRTT + max(G, 4·RTTVAR, SRTT/2) with a floor, a
 // ceiling and exponential backoff.
 type rttStats struct {
 	srtt, rttvar, latest, minRTT time.Duration
@@ -49,7 +49,10 @@ func (r *rttStats) baseRTO() time.Duration {
 	if !r.hasSample {
 		return InitialRTO
 	}
-	return min(max(r.srtt+max(rtoGranularity, 4*r.rttvar), MinRTO), MaxRTO)
+	// The variance term is at least half the SRTT: peers that acknowledge
+	// on a fixed tick (go-raknet every 100 ms) give samples so regular
+	// that 4·RTTVAR alone leaves no room for one late tick.
+	return min(max(r.srtt+max(rtoGranularity, 4*r.rttvar, r.srtt/2), MinRTO), MaxRTO)
 }
 
 // rto returns the current retransmission timeout, backoff included.

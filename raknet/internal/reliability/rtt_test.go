@@ -27,9 +27,14 @@ func TestRTTStats(t *testing.T) {
 		// 1 ms + max(G, 4·0.5 ms) = 6 ms, raised to the floor.
 		{name: "floor", samples: []time.Duration{ms}, srtt: ms, rttvar: ms / 2, minRTT: ms, rto: MinRTO},
 		{name: "zero sample", samples: []time.Duration{0}, srtt: time.Microsecond, rttvar: 500 * time.Nanosecond, minRTT: time.Microsecond, rto: MinRTO},
-		// Constant samples shrink RTTVAR until the granularity term rules.
+		// Constant samples shrink RTTVAR until the SRTT/2 term rules: a
+		// peer acking on a fixed tick still gets room for one late tick.
 		// (rttvar -1: not checked, it is a few nanoseconds by then.)
-		{name: "granularity", samples: repeat(50*ms, 60), srtt: 50 * ms, rttvar: -1, minRTT: 50 * ms, rto: 55 * ms},
+		{name: "half SRTT", samples: repeat(50*ms, 60), srtt: 50 * ms, rttvar: -1, minRTT: 50 * ms, rto: 75 * ms},
+		// With a small SRTT the granularity term rules: 8 + max(5, 4) = 13,
+		// raised to the floor; 36 ms gives 36 + 18 = 54.
+		{name: "granularity", samples: repeat(8*ms, 60), srtt: 8 * ms, rttvar: -1, minRTT: 8 * ms, rto: MinRTO},
+		{name: "half SRTT above the floor", samples: repeat(36*ms, 60), srtt: 36 * ms, rttvar: -1, minRTT: 36 * ms, rto: 54 * ms},
 		{name: "ceiling", samples: []time.Duration{2 * time.Second}, srtt: 2 * time.Second, rttvar: time.Second, minRTT: 2 * time.Second, rto: MaxRTO},
 		{name: "backoff once", samples: []time.Duration{100 * ms}, timeouts: 1, srtt: 100 * ms, rttvar: 50 * ms, minRTT: 100 * ms, rto: 600 * ms},
 		{name: "backoff thrice", samples: []time.Duration{100 * ms}, timeouts: 3, srtt: 100 * ms, rttvar: 50 * ms, minRTT: 100 * ms, rto: 2400 * ms},
