@@ -163,7 +163,9 @@ type Conn struct {
 	deferred  uint64
 	buf       []byte
 	remove    bool
-	errLog    int
+	// notified is set once DisconnectionNotification was queued by Close.
+	notified bool
+	errLog   int
 
 	// onEstablished runs with c.mu held once the handshake completes (it
 	// must not block); onClose runs without c.mu once the connection is
@@ -388,6 +390,12 @@ func (c *Conn) onTimer() {
 		}
 	case stateClosing:
 		if !now.Before(c.closeBy) {
+			if !c.notified {
+				// The peer never acknowledged everything: tell it once,
+				// at once, before going.
+				c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
+				c.flush(now)
+			}
 			c.finish(net.ErrClosed)
 			return
 		}
@@ -435,12 +443,26 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	if c.layer.Buffered() < before {
 		wake(&c.writeWait)
 	}
-	c.flush(now)
 	if c.state == stateClosing && c.layer.Buffered() == 0 {
-		c.finish(net.ErrClosed)
-		return
+		if !c.notified {
+			// Everything written before Close is acknowledged: only now
+			// tell the peer, so it has delivered all of it first.
+			c.notifyPeer(now)
+		} else {
+			c.flush(now)
+			c.finish(net.ErrClosed)
+			return
+		}
 	}
+	c.flush(now)
 	c.arm(now)
+}
+
+// notifyPeer queues DisconnectionNotification, reliable and ordered behind
+// everything written before it.
+func (c *Conn) notifyPeer(now time.Time) {
+	c.notified = true
+	c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
 }
 
 // deliver receives every message the layer delivers, in order, with c.mu
@@ -638,7 +660,12 @@ func (c *Conn) Close() error {
 		now := time.Now()
 		c.state = stateClosing
 		c.closeBy = now.Add(c.cfg.closeTimeout)
-		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
+		// DisconnectionNotification goes out once the peer acknowledged
+		// what was written: some peers (go-raknet, so gophertunnel) drop
+		// packets they have not handed to their reader when it arrives.
+		if c.layer.Buffered() == 0 {
+			c.notifyPeer(now)
+		}
 		c.flush(now)
 		c.arm(now)
 		wake(&c.readWait)

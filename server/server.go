@@ -292,7 +292,7 @@ func (srv *Server) accept(l *raknet.Listener) {
 
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
-	s := session.New(ackedConn{c}, session.Config{Handler: tracker{srv: srv, h: srv.handler}, Log: srv.conf.Log})
+	s := session.New(c, session.Config{Handler: tracker{srv: srv, h: srv.handler}, Log: srv.conf.Log})
 	srv.mu.Lock()
 	if srv.closing {
 		srv.mu.Unlock()
