@@ -206,6 +206,31 @@ func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.
 	}
 }
 
+// exchange sends a request up to attempts times, retry apart, and hands
+// every reply to handle until handle reports done or an error. It reports
+// whether handle finished.
+func (r *offlineReader) exchange(ctx context.Context, from *net.UDPAddr, attempts int, retry time.Duration, send func() error, handle func(b []byte) (bool, error)) (bool, error) {
+	for range attempts {
+		if err := send(); err != nil {
+			return false, err
+		}
+		deadline := time.Now().Add(retry)
+		for {
+			b, err := r.next(ctx, deadline, from)
+			if err != nil {
+				if retryable(ctx, err) {
+					break
+				}
+				return false, err
+			}
+			if done, err := handle(b); done || err != nil {
+				return done, err
+			}
+		}
+	}
+	return false, nil
+}
+
 // retryable reports whether err from offlineReader.next only means that
 // this attempt's wait is over.
 func retryable(ctx context.Context, err error) bool {
@@ -235,60 +260,52 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
 	retry := orDefault(d.limits.dialRetry, dialRetry)
 
-	// Phase 1: MTU discovery with OpenConnectionRequest1.
+	// Phase 1: MTU discovery with OpenConnectionRequest1, largest MTU
+	// first, a few tries each.
 	var reply1 wire.OpenConnectionReply1
 	var probed int
 	retriedVersion := false
-phase1:
 	for _, mtu := range DialMTUs {
 		if mtu > maxMTU {
 			continue
 		}
-		for range dialAttempts {
+		send := func() error {
 			req := wire.OpenConnectionRequest1{Protocol: proto, Size: mtu - hdr}
-			if _, err := pc.WriteTo(req.Append(nil), ua); err != nil {
-				return nil, err
-			}
-			deadline := time.Now().Add(retry)
-			for {
-				b, err := r.next(ctx, deadline, ua)
-				if err != nil {
-					if retryable(ctx, err) {
-						break
-					}
-					return nil, err
+			_, err := pc.WriteTo(req.Append(nil), ua)
+			return err
+		}
+		done, err := r.exchange(ctx, ua, dialAttempts, retry, send, func(b []byte) (bool, error) {
+			switch {
+			case b[0] == wire.IDOpenConnectionReply1:
+				if _, err := reply1.Decode(b); err != nil {
+					return false, nil
 				}
-				switch b[0] {
-				case wire.IDOpenConnectionReply1:
-					if _, err := reply1.Decode(b); err != nil {
-						continue
-					}
-					probed = mtu
-					break phase1
-				case wire.IDIncompatibleProtocolVersion:
-					var m wire.IncompatibleProtocolVersion
-					if _, err := m.Decode(b); err != nil {
-						continue
-					}
-					if m.Protocol == proto && retriedVersion {
-						// A late answer to a probe sent before the
-						// switch.
-						continue
-					}
-					if retriedVersion || (m.Protocol != 10 && m.Protocol != 11) || m.Protocol == proto {
-						return nil, fmt.Errorf("%w: server speaks %d", ErrIncompatibleProtocol, m.Protocol)
-					}
-					retriedVersion, proto = true, m.Protocol
-					req.Protocol = proto
-					if _, err := pc.WriteTo(req.Append(nil), ua); err != nil {
-						return nil, err
-					}
-				default:
-					if wire.IsNotice(b[0]) {
-						return nil, refusal(b[0])
-					}
+				probed = mtu
+				return true, nil
+			case b[0] == wire.IDIncompatibleProtocolVersion:
+				var m wire.IncompatibleProtocolVersion
+				if _, err := m.Decode(b); err != nil {
+					return false, nil
 				}
+				if m.Protocol == proto && retriedVersion {
+					// A late answer to a probe sent before the switch.
+					return false, nil
+				}
+				if retriedVersion || (m.Protocol != 10 && m.Protocol != 11) || m.Protocol == proto {
+					return false, fmt.Errorf("%w: server speaks %d", ErrIncompatibleProtocol, m.Protocol)
+				}
+				retriedVersion, proto = true, m.Protocol
+				return false, send()
+			case wire.IsNotice(b[0]):
+				return false, refusal(b[0])
 			}
+			return false, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
 		}
 	}
 	if probed == 0 {
@@ -297,8 +314,7 @@ phase1:
 		}
 		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_1")
 	}
-	mtu := min(int(reply1.MTU), probed)
-	mtu = max(mtu, MinMTU)
+	mtu := max(min(int(reply1.MTU), probed), MinMTU)
 
 	// Phase 2: OpenConnectionRequest2 fixes the MTU.
 	req2 := wire.OpenConnectionRequest2{ServerAddr: ap, MTU: uint16(mtu), ClientGUID: guid}
@@ -306,31 +322,22 @@ phase1:
 		req2.HasCookie, req2.Cookie = true, reply1.Cookie
 	}
 	var reply2 wire.OpenConnectionReply2
-	got2 := false
-phase2:
-	for range dialAttempts * 2 {
-		if _, err := pc.WriteTo(req2.Append(nil), ua); err != nil {
-			return nil, err
+	send2 := func() error {
+		_, err := pc.WriteTo(req2.Append(nil), ua)
+		return err
+	}
+	got2, err := r.exchange(ctx, ua, dialAttempts*2, retry, send2, func(b []byte) (bool, error) {
+		switch {
+		case b[0] == wire.IDOpenConnectionReply2:
+			_, err := reply2.Decode(b)
+			return err == nil, nil
+		case wire.IsNotice(b[0]):
+			return false, refusal(b[0])
 		}
-		deadline := time.Now().Add(retry)
-		for {
-			b, err := r.next(ctx, deadline, ua)
-			if err != nil {
-				if retryable(ctx, err) {
-					break
-				}
-				return nil, err
-			}
-			switch {
-			case b[0] == wire.IDOpenConnectionReply2:
-				if _, err := reply2.Decode(b); err == nil {
-					got2 = true
-					break phase2
-				}
-			case wire.IsNotice(b[0]):
-				return nil, refusal(b[0])
-			}
-		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !got2 {
 		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_2")
@@ -388,7 +395,7 @@ phase2:
 		return nil, err
 	}
 	c.mu.Lock()
-	err := c.closeErr
+	err = c.closeErr
 	c.mu.Unlock()
 	return nil, err
 }
