@@ -139,6 +139,9 @@ func (c *child) liveHeap() (int64, error) {
 	return m["live"], err
 }
 
+// closes returns the child's count of ended connections by reason.
+func (c *child) closes() (map[string]int64, error) { return c.query("closes", "closes ") }
+
 func (c *child) cpu() (time.Duration, error) { return procCPU(c.pid) }
 
 func (c *child) rss() (int64, error) { return procRSS(c.pid) }

@@ -534,6 +534,9 @@ func phaseIdle(cfg *runConfig, im impl, r *record) error {
 		return err
 	}
 	_, nAfter, _ := c.stats()
+	if reasons, err := c.closes(); err == nil && len(reasons) > 0 {
+		r.logf("server-side closes during the idle phase: %v", reasons)
+	}
 	alive := 0
 	for _, conn := range conns {
 		select {

@@ -6,13 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/basaltmc/basalt/raknet"
 )
 
 // mode is what a bench server does with the packets it receives.
@@ -51,6 +57,9 @@ type server struct {
 	wg     sync.WaitGroup
 	active atomic.Int64 // connections with a running handler
 	total  atomic.Uint64
+
+	reasonMu sync.Mutex
+	reasons  map[string]int // why connections ended, by closeReason
 }
 
 // serve starts a server of implementation im in mode m on addr.
@@ -59,7 +68,7 @@ func serve(im impl, m mode, addr string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{l: l, mode: m, conns: make(map[packetConn]struct{})}
+	s := &server{l: l, mode: m, conns: make(map[packetConn]struct{}), reasons: make(map[string]int)}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -103,6 +112,9 @@ func (s *server) handle(c packetConn) {
 	for {
 		p, err := c.ReadPacket()
 		if err != nil {
+			s.reasonMu.Lock()
+			s.reasons[closeReason(err)]++
+			s.reasonMu.Unlock()
 			return
 		}
 		switch {
@@ -161,6 +173,32 @@ func (s *server) statsLine() string {
 		runtime.NumGoroutine(), s.active.Load(), s.total.Load())
 }
 
+// closeReason names why a read failed in one word.
+func closeReason(err error) string {
+	switch {
+	case errors.Is(err, raknet.ErrPeerTimeout):
+		return "peer-timeout"
+	case errors.Is(err, raknet.ErrPeerClosed):
+		return "peer-closed"
+	case errors.Is(err, net.ErrClosed):
+		return "closed"
+	}
+	return "other"
+}
+
+// reasonsLine reports why connections ended so far.
+func (s *server) reasonsLine() string {
+	s.reasonMu.Lock()
+	defer s.reasonMu.Unlock()
+	keys := slices.Sorted(maps.Keys(s.reasons))
+	var b strings.Builder
+	b.WriteString("closes")
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, s.reasons[k])
+	}
+	return b.String()
+}
+
 // heapLine collects garbage and reports the live heap.
 func heapLine() string {
 	runtime.GC()
@@ -172,7 +210,8 @@ func heapLine() string {
 // cmdServer is `bench server`. It prints "listening ADDR" once the socket is
 // bound. With -control it also reads commands from stdin, one per line
 // ("stats", "heap"), answers each with one line on stdout and exits when
-// stdin closes; that is how `bench run` drives its child servers. SIGUSR1
+// stdin closes; that is how `bench run` drives its child servers.
+// "closes" reports why connections ended. SIGUSR1
 // prints the stats line too.
 func cmdServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -237,6 +276,8 @@ func readControl(r io.Reader, s *server, say func(string)) error {
 			say(s.statsLine())
 		case "heap":
 			say(heapLine())
+		case "closes":
+			say(s.reasonsLine())
 		default:
 			say("error unknown command " + sc.Text())
 		}
