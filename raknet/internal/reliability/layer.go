@@ -29,9 +29,6 @@ const (
 	MaxInFlight = 1024
 	// sendReliableWindow is the most reliable indexes in flight.
 	sendReliableWindow = 1024
-	// maxDatagramGap is how far ahead of the newest datagram number a data
-	// datagram may jump before it is rejected.
-	maxDatagramGap = 1 << 14
 	// datagramWindowSpan is how many datagram numbers are tracked for
 	// duplicate detection.
 	datagramWindowSpan = 4096
@@ -759,15 +756,8 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		rest = rest[k:]
 	}
 	l.frameBuf = frames[:0]
-	if err := l.admit(frames); err != nil {
-		l.stats.Errors++
-		return err
-	}
+	defer clear(frames)
 	abs := unwrap(l.dgramHigh, h.Number)
-	if abs >= l.dgramHigh+maxDatagramGap {
-		l.stats.Errors++
-		return fmt.Errorf("handle datagram: number %d jumps too far ahead", h.Number)
-	}
 	if abs+datagramWindowSpan <= l.dgramHigh {
 		// Older than the window: it cannot be told apart from a duplicate,
 		// so it is dropped unacknowledged and its reliable frames come
@@ -778,13 +768,16 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		l.stats.DuplicateDatagrams++
 		return nil
 	}
+	// Any jump ahead is taken: datagram numbers only feed the ACK and NACK
+	// sets and the duplicate window, which slides. (A jump of 2^23 or
+	// more reads as old, above.) Refusing jumps would wedge a connection
+	// whose peer lost a long run of datagrams.
 	l.dgramWin.slide(abs)
-	fresh, err := l.dgramWin.mark(abs)
-	if err != nil {
-		l.stats.Errors++
-		return fmt.Errorf("handle datagram: number %d: %w", h.Number, err)
+	if l.dgramWin.seen(abs) {
+		l.addAck(abs, now)
+		l.stats.DuplicateDatagrams++
+		return nil
 	}
-	l.addAck(abs, now)
 	if abs >= l.dgramHigh {
 		if gap := abs - l.dgramHigh; gap > 0 && gap <= maxNACKGap {
 			if l.nacks.empty() {
@@ -796,81 +789,72 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	} else {
 		l.nacks.remove(abs)
 	}
-	if !fresh {
-		l.stats.DuplicateDatagrams++
-		return nil
-	}
-	var firstErr error
+	var refused, firstErr error
 	for i := range frames {
-		if err := l.handleFrame(&frames[i], now); err != nil {
+		f := &frames[i]
+		if err := l.admit(f); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		if err := l.handleFrame(f, now); err != nil {
 			l.stats.Errors++
 			if firstErr == nil {
 				firstErr = err
 			}
 		}
 	}
-	clear(frames)
+	if refused != nil {
+		// A frame over a receive limit was not kept, so the datagram is
+		// not acknowledged: the sender resends its frames later and the
+		// ones handled now are then deduplicated. Backpressure, not loss.
+		l.stats.Errors++
+		return refused
+	}
+	_, _ = l.dgramWin.mark(abs) // slide made room
+	l.addAck(abs, now)
 	return firstErr
 }
 
-// admit checks a datagram's frames against the receive limits before
-// anything is recorded. A datagram that would exceed one is refused whole
-// and not acknowledged, so a well-behaved sender resends it later rather
-// than losing a frame that was acknowledged but not kept.
-func (l *Layer) admit(frames []wire.Frame) error {
-	newSplits, splitBytes, orderBytes := 0, 0, 0
-	for i := range frames {
-		f := &frames[i]
-		if f.Reliability.Reliable() {
-			idx := unwrap(l.relWin.base, f.ReliableIndex)
-			if !l.relWin.canHold(idx) {
-				return fmt.Errorf("handle datagram: reliable index %d: %w", f.ReliableIndex, errTooFarAhead)
-			}
-			if l.relWin.seen(idx) {
-				continue
-			}
+// admit checks one frame against the receive limits before anything is
+// recorded, against the state left by the frames handled before it.
+func (l *Layer) admit(f *wire.Frame) error {
+	if f.Reliability.Reliable() {
+		idx := unwrap(l.relWin.base, f.ReliableIndex)
+		if !l.relWin.canHold(idx) {
+			return fmt.Errorf("handle datagram: reliable index %d: %w", f.ReliableIndex, errTooFarAhead)
 		}
-		if f.Split {
-			if f.SplitCount > l.asm.maxCount {
-				return fmt.Errorf("handle datagram: %w: %d > %d", errSplitCount, f.SplitCount, l.asm.maxCount)
-			}
-			if l.asm.find(f.SplitID) == nil && !splitSeenBefore(frames[:i], f.SplitID) {
-				newSplits++
-				splitBytes += int(f.SplitCount) * partOverhead
-			}
-			splitBytes += len(f.Payload)
-			if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
-				// The whole message will need a place in the ordering
-				// queue if it completes ahead of its turn.
-				if err := l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload)); err != nil {
-					return err
-				}
-			}
-			if len(l.asm.list)+newSplits > l.asm.maxConc {
-				return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
-			}
-			if l.asm.bytes+splitBytes > l.asm.maxBytes {
-				return fmt.Errorf("handle datagram: %w", errSplitBytes)
-			}
-			continue
+		if l.relWin.seen(idx) {
+			return nil
 		}
-		if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
-			orderBytes += len(f.Payload)
-			if err := l.order.admit(f.OrderChannel, f.OrderIndex, orderBytes); err != nil {
-				return err
-			}
+	}
+	ordered := f.Reliability.Ordered() && !f.Reliability.Sequenced()
+	if !f.Split {
+		if ordered {
+			return l.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload))
 		}
+		return nil
+	}
+	if f.SplitCount > l.asm.maxCount {
+		return fmt.Errorf("handle datagram: %w: %d > %d", errSplitCount, f.SplitCount, l.asm.maxCount)
+	}
+	cost := len(f.Payload)
+	if l.asm.find(f.SplitID) == nil {
+		if len(l.asm.list) >= l.asm.maxConc {
+			return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
+		}
+		cost += int(f.SplitCount) * partOverhead
+	}
+	if l.asm.bytes+cost > l.asm.maxBytes {
+		return fmt.Errorf("handle datagram: %w", errSplitBytes)
+	}
+	if ordered {
+		// The whole message will need a place in the ordering queue if it
+		// completes ahead of its turn.
+		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload))
 	}
 	return nil
-}
-
-func splitSeenBefore(frames []wire.Frame, id uint16) bool {
-	for i := range frames {
-		if frames[i].Split && frames[i].SplitID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // nackDelay is how long a gap may stay open before it is NACKed: long
