@@ -151,7 +151,11 @@ type Conn struct {
 	timerAt  time.Time
 	created  time.Time
 	lastRecv time.Time
-	lastPing time.Time
+	// lastSent is when a datagram last left. A connection pings only after
+	// a ping interval with nothing sent: any datagram (a pong to the peer's
+	// own ping, an ACK of its data) keeps the peer's timeout at bay, so a
+	// busy or pinged connection sends no keepalive of its own.
+	lastSent time.Time
 	closeBy  time.Time
 	// pingSent and pingStamp identify the latest connected ping, so its
 	// pong gives an exact round trip.
@@ -205,7 +209,7 @@ func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg 
 		established: make(chan struct{}),
 		created:     now,
 		lastRecv:    now,
-		lastPing:    now,
+		lastSent:    now,
 	}
 	if cfg.readQueue > 0 {
 		c.maxReadQ = cfg.readQueue
@@ -312,6 +316,7 @@ func (c *Conn) flush(now time.Time) {
 		}
 		c.buf = d
 		c.write(d)
+		c.lastSent = now
 	}
 }
 
@@ -333,6 +338,7 @@ func (c *Conn) flushFinal(now time.Time) {
 		for range finalCopies {
 			c.write(d)
 		}
+		c.lastSent = now
 	}
 }
 
@@ -353,7 +359,7 @@ func (c *Conn) arm(now time.Time) {
 		earliest(c.created.Add(c.cfg.timeout))
 	case stateConnected:
 		earliest(c.lastRecv.Add(c.cfg.timeout))
-		earliest(c.lastPing.Add(c.cfg.pingInterval))
+		earliest(c.lastSent.Add(c.cfg.pingInterval))
 	case stateClosing:
 		earliest(c.closeBy)
 	}
@@ -385,7 +391,7 @@ func (c *Conn) onTimer() {
 			c.finish(closedBy(ErrPeerTimeout))
 			return
 		}
-		if !now.Before(c.lastPing.Add(c.cfg.pingInterval)) {
+		if !now.Before(c.lastSent.Add(c.cfg.pingInterval)) {
 			c.sendPing(now)
 		}
 	case stateClosing:
@@ -565,7 +571,7 @@ func (c *Conn) sendControl(now time.Time, b []byte, r wire.Reliability) {
 func (c *Conn) timestamp(now time.Time) int64 { return now.Sub(c.created).Milliseconds() }
 
 func (c *Conn) sendPing(now time.Time) {
-	c.lastPing = now
+	c.lastSent = now
 	c.pingSent, c.pingStamp = now, c.timestamp(now)
 	ping := wire.ConnectedPing{Time: c.pingStamp}
 	c.sendControl(now, ping.Append(c.scratch()), wire.Unreliable)

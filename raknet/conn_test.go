@@ -540,3 +540,23 @@ func TestCloseAfterLostAcks(t *testing.T) {
 		})
 	}
 }
+
+// A connection that hears the peer's pings answers them and sends no
+// keepalive of its own: its pongs already keep the peer's timeout at bay.
+func TestPingedConnectionSendsNoPings(t *testing.T) {
+	l := listenTest(t, ListenConfig{PingInterval: 150 * time.Millisecond})
+	client, server := dialTest(t, Dialer{PingInterval: 30 * time.Millisecond}, l)
+	time.Sleep(600 * time.Millisecond)
+	server.mu.Lock()
+	serverPinged := !server.pingSent.IsZero()
+	server.mu.Unlock()
+	client.mu.Lock()
+	clientPinged := !client.pingSent.IsZero()
+	client.mu.Unlock()
+	if serverPinged || !clientPinged {
+		t.Errorf("pings sent: server %v, client %v, want false, true", serverPinged, clientPinged)
+	}
+	if lat := client.Latency(); lat <= 0 {
+		t.Errorf("client latency: got %v, want > 0 from the pongs", lat)
+	}
+}
