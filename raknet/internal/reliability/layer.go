@@ -44,6 +44,9 @@ const (
 	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
 	// the sender's timeout.
 	maxNACKGap = 1024
+	// smallFrameBuffer is the buffer size given to frames of small
+	// messages.
+	smallFrameBuffer = 256
 	// freeFrameCap bounds the recycled frames a Layer keeps.
 	freeFrameCap = 256
 	// maxSendSplits is the most split messages partly sent at once, below
@@ -184,8 +187,7 @@ type Layer struct {
 	sent             []sentDatagram
 	relNext          uint64
 	relAcked         seqWindow
-	orderNext        [wire.NumOrderChannels]uint64
-	seqNext          [wire.NumOrderChannels]uint64
+	sendIdx          []sendIndexes // per ordering channel, created on first use
 	splitID          uint16
 	splitsActive     int // split messages partly sent and not fully acked
 	receiptID        uint32
@@ -246,11 +248,7 @@ func New(cfg Config, now time.Time) *Layer {
 			timeout:  cfg.SplitTimeout,
 		},
 	}
-	for i := range l.orderNext {
-		l.orderNext[i] = send
-		l.seqNext[i] = send
-		l.order.ch[i].expected = recv
-	}
+	l.order.start = recv
 	return l
 }
 
@@ -333,12 +331,14 @@ func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8)
 	}
 	tmpl := wire.Frame{Reliability: r.Wire(), OrderChannel: channel}
 	if r.Sequenced() {
-		tmpl.OrderIndex = u24(l.orderNext[channel])
-		tmpl.SequenceIndex = u24(l.seqNext[channel])
-		l.seqNext[channel]++
+		idx := l.indexes(channel)
+		tmpl.OrderIndex = u24(idx.order)
+		tmpl.SequenceIndex = u24(idx.seq)
+		idx.seq++
 	} else if r.Ordered() {
-		tmpl.OrderIndex = u24(l.orderNext[channel])
-		l.orderNext[channel]++
+		idx := l.indexes(channel)
+		tmpl.OrderIndex = u24(idx.order)
+		idx.order++
 	} else {
 		tmpl.OrderChannel = 0
 	}
@@ -358,6 +358,18 @@ func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8)
 	return id, nil
 }
 
+// sendIndexes are one ordering channel's next order and sequence indexes.
+type sendIndexes struct{ order, seq uint64 }
+
+// indexes returns channel's send indexes, creating them on first use.
+func (l *Layer) indexes(channel uint8) *sendIndexes {
+	for len(l.sendIdx) <= int(channel) {
+		start := absBase + uint64(l.cfg.InitialSend)
+		l.sendIdx = append(l.sendIdx, sendIndexes{start, start})
+	}
+	return &l.sendIdx[channel]
+}
+
 // queue adds one frame to the pending queue.
 func (l *Layer) queue(tmpl wire.Frame, p []byte, rc *message) {
 	var f *outFrame
@@ -365,7 +377,17 @@ func (l *Layer) queue(tmpl wire.Frame, p []byte, rc *message) {
 		f = l.free[n-1]
 		l.free = l.free[:n-1]
 	} else {
-		f = &outFrame{buf: make([]byte, 0, l.chunkSize)}
+		f = &outFrame{}
+	}
+	if cap(f.buf) < len(p) {
+		// Small messages get small buffers, so a quiet connection does not
+		// hold MTU-sized ones; a frame that once carried a large payload
+		// keeps its buffer for the next.
+		size := l.chunkSize
+		if len(p) <= smallFrameBuffer {
+			size = smallFrameBuffer
+		}
+		f.buf = make([]byte, 0, size)
 	}
 	f.frame = tmpl
 	f.buf = append(f.buf[:0], p...)

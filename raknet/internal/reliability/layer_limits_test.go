@@ -452,7 +452,7 @@ func TestHostileOrderQueue(t *testing.T) {
 				}
 				rel++
 			}
-			c := &b.order.ch[7]
+			c := b.order.get(7)
 			if b.order.bytes != tc.wantBytes {
 				t.Errorf("queued bytes: got %v, want %v", b.order.bytes, tc.wantBytes)
 			}
@@ -789,8 +789,8 @@ func TestHostileSplitOrderAhead(t *testing.T) {
 	// Within the queue it is accepted, waits, and is delivered in turn.
 	mustHandle(t, b.Layer, t0, dataDatagram(1, frag(1, 0, queue-1)))
 	mustHandle(t, b.Layer, t0, dataDatagram(2, frag(2, 1, queue-1)))
-	if len(b.got) != 0 || b.order.ch[0].queued != 1 {
-		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.order.ch[0].queued)
+	if len(b.got) != 0 || b.order.get(0).queued != 1 {
+		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.order.get(0).queued)
 	}
 }
 

@@ -20,19 +20,30 @@ type orderChannel struct {
 }
 
 // orderChannels holds the receive side of every ordering channel with a
-// cap on queued messages per channel and on queued bytes in total.
+// cap on queued messages per channel and on queued bytes in total. Channels
+// are created on first use: Bedrock uses channel 0 only, and an idle
+// connection should not carry 32 of them.
 type orderChannels struct {
-	ch       [wire.NumOrderChannels]orderChannel
+	ch       []orderChannel
+	start    uint64 // the first order index of every channel
 	maxQueue int
 	bytes    int
 	maxBytes int
+}
+
+// get returns channel, creating it (and those below it) on first use.
+func (o *orderChannels) get(channel uint8) *orderChannel {
+	for len(o.ch) <= int(channel) {
+		o.ch = append(o.ch, orderChannel{expected: o.start})
+	}
+	return &o.ch[channel]
 }
 
 // ordered handles a reliable-ordered message: deliver is called for it and
 // every queued message it unblocks, in order. Messages from the past are
 // dropped. p is copied when queued.
 func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, deliver func([]byte)) error {
-	c := &o.ch[channel]
+	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
 	switch {
 	case abs < c.expected:
@@ -109,7 +120,7 @@ func (o *orderChannels) growCost(c *orderChannel, ahead uint64) int {
 // channel, plus others admitted alongside it) fit the queue caps if the
 // message has to wait.
 func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size int) error {
-	c := &o.ch[channel]
+	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
 	if abs <= c.expected {
 		return nil
@@ -125,7 +136,7 @@ func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size int) error {
 // sequence indexes is newer than the newest delivered on its channel, and
 // if so records it.
 func (o *orderChannels) sequenced(channel uint8, order, seq wire.Uint24) bool {
-	c := &o.ch[channel]
+	c := o.get(channel)
 	if !c.seqAny {
 		c.seqAny = true
 		c.seqOrder, c.seqIndex = unwrap(c.expected, order), absBase+uint64(seq)

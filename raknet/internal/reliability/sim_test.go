@@ -492,12 +492,12 @@ func checkWrapped(t *testing.T, a, b *Layer) {
 	}{
 		{"send datagram number", a.sendNext},
 		{"send reliable index", a.relNext},
-		{"send order index ch0", a.orderNext[0]},
-		{"send sequence index ch4", a.seqNext[4]},
+		{"send order index ch0", a.indexes(0).order},
+		{"send sequence index ch4", a.indexes(4).seq},
 		{"recv datagram number", b.dgramHigh},
 		{"recv reliable index", b.relWin.base},
-		{"recv order index ch0", b.order.ch[0].expected},
-		{"recv order index ch1", b.order.ch[1].expected},
+		{"recv order index ch0", b.order.get(0).expected},
+		{"recv order index ch1", b.order.get(1).expected},
 	}
 	for _, c := range counters {
 		if c.v < wrapLimit {
