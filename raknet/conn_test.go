@@ -515,6 +515,17 @@ func TestCloseAfterLostAcks(t *testing.T) {
 			if serverCloses {
 				closer, reader = server, client
 			}
+			// An RTT sample first, so resends follow a measured RTO rather
+			// than the initial one.
+			if _, err := closer.Write([]byte{0xfe, 0xff}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reader.ReadPacket(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(time.Second); closer.Stats().RTT == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			lose.Store(true)
 			for i := range 20 {
 				if _, err := closer.Write([]byte{0xfe, byte(i)}); err != nil {

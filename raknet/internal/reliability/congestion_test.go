@@ -37,10 +37,10 @@ func TestCongestion(t *testing.T) {
 		recovering bool
 	}{
 		{name: "initial", wantCwnd: initialWindow * mtu, wantThresh: MaxInFlight * mtu},
-		{name: "in flight", events: []ccEvent{{op: "sent", size: mtu}, {op: "sent", size: 500}}, wantCwnd: 32000, wantThresh: 1024000, wantFlight: 1500},
+		{name: "in flight", events: []ccEvent{{op: "sent", size: mtu}, {op: "sent", size: 500}}, wantCwnd: 32000, wantThresh: MaxInFlight * mtu, wantFlight: 1500},
 		// Slow start: every acked byte adds a byte, doubling per RTT.
-		{name: "slow start", events: acks(32, 0), wantCwnd: 64000, wantThresh: 1024000},
-		{name: "slow start capped", events: acks(2000, 0), wantCwnd: 1024000, wantThresh: 1024000},
+		{name: "slow start", events: acks(32, 0), wantCwnd: 64000, wantThresh: MaxInFlight * mtu},
+		{name: "slow start capped", events: acks(3000, 0), wantCwnd: MaxInFlight * mtu, wantThresh: MaxInFlight * mtu},
 		// Avoidance: mtu·size/cwnd per ACK, about one datagram per window.
 		{name: "avoidance one ack", ssthresh: 32000, events: acks(1, 0), wantCwnd: 32031, wantThresh: 32000},
 		// 9 ACKs add 31 (cwnd below 32259), 23 add 30: about one datagram.

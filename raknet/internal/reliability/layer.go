@@ -25,10 +25,15 @@ const (
 	DefaultAckDelay            = 5 * time.Millisecond
 
 	// MaxInFlight is the most datagrams in flight (the span from the oldest
-	// unacknowledged datagram number to the next one).
-	MaxInFlight = 1024
-	// sendReliableWindow is the most reliable indexes in flight.
-	sendReliableWindow = 1024
+	// unacknowledged datagram number to the next one). Like
+	// sendReliableWindow, it stays below the 2048 that go-raknet allows
+	// between its oldest missing number and its newest before it drops
+	// the connection, and above what one 100 ms ACK tick of small
+	// messages needs.
+	MaxInFlight = 2000
+	// sendReliableWindow is the most reliable indexes in flight; it also
+	// bounds the span of order indexes a receiver must queue.
+	sendReliableWindow = 2000
 	// datagramWindowSpan is how many datagram numbers are tracked for
 	// duplicate detection.
 	datagramWindowSpan = 4096
@@ -653,14 +658,11 @@ func (l *Layer) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent b
 
 // ack handles datagram n as delivered.
 func (l *Layer) ack(n uint64, s *sentDatagram, now time.Time) {
-	if !s.retrans {
-		l.rtt.update(now.Sub(s.sentAt))
-	} else {
-		// Datagram numbers are never reused, so an ACK of any datagram
-		// proves the path works and ends the backoff; only datagrams
-		// without resent frames give RTT samples (Karn's rule).
-		l.rtt.backoff = 0
-	}
+	// Datagram numbers are never reused, so an ACK of any datagram proves
+	// the path works and ends the backoff; RTT samples come only from
+	// datagrams without resent frames (Karn's rule), taken per ACK in
+	// handleAck.
+	l.rtt.backoff = 0
 	for _, ref := range s.frames {
 		if !ref.live() {
 			continue
@@ -700,6 +702,8 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 	}
 	ref := l.sendNext - 1
 	var largest uint64
+	var newest, oldest time.Duration
+	sampled := false
 	for _, r := range a.Ranges {
 		lo := unwrap(ref, r.Start)
 		hi := lo + uint64(r.Len()) - 1
@@ -713,9 +717,25 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 				l.lose(n, s, now, true)
 				continue
 			}
+			if !s.retrans {
+				sample := now.Sub(s.sentAt)
+				if !sampled || sample < newest {
+					newest = sample
+				}
+				oldest = max(oldest, sample)
+				sampled = true
+			}
 			l.ack(n, s, now)
 			largest = max(largest, n)
 		}
+	}
+	if sampled {
+		// One sample per ACK, from the newest datagram it names, as QUIC
+		// does: a peer that acknowledges a whole tick's worth at once
+		// must not outweigh one that acknowledges each datagram. The
+		// oldest one bounds how long the peer may hold an ACK back.
+		l.rtt.update(newest)
+		l.rtt.notePeak(oldest)
 	}
 	if largest > l.largestAcked {
 		l.largestAcked = largest

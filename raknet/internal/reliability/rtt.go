@@ -15,12 +15,16 @@ const (
 )
 
 // rttStats estimates the round-trip time as in RFC 6298: a smoothed RTT and
-// a mean deviation, giving RTO = SRTT + max(G, 4·RTTVAR, SRTT/2) with a floor, a
+// a mean deviation, giving RTO = max(SRTT + max(G, 4·RTTVAR, SRTT/2),
+// 5/4 of the recent peak) with a floor, a
 // ceiling and exponential backoff.
 type rttStats struct {
 	srtt, rttvar, latest, minRTT time.Duration
-	hasSample                    bool
-	backoff                      uint // RTO doublings since the last sample
+	// peak follows the longest a recent ACK took for the oldest datagram
+	// it named, decaying by 1/8 per ACK.
+	peak      time.Duration
+	hasSample bool
+	backoff   uint // RTO doublings since the last sample
 }
 
 // update adds a sample and resets the backoff.
@@ -44,15 +48,22 @@ func (r *rttStats) update(sample time.Duration) {
 	r.srtt = (7*r.srtt + sample) / 8
 }
 
+// notePeak records the longest round trip one ACK answered.
+func (r *rttStats) notePeak(d time.Duration) {
+	r.peak = max(d, r.peak-r.peak/8)
+}
+
 // baseRTO returns the RTO before backoff.
 func (r *rttStats) baseRTO() time.Duration {
 	if !r.hasSample {
 		return InitialRTO
 	}
-	// The variance term is at least half the SRTT: peers that acknowledge
-	// on a fixed tick (go-raknet every 100 ms) give samples so regular
-	// that 4·RTTVAR alone leaves no room for one late tick.
-	return min(max(r.srtt+max(rtoGranularity, 4*r.rttvar, r.srtt/2), MinRTO), MaxRTO)
+	// The variance term is at least half the SRTT, and the RTO stays a
+	// quarter above the recent peak: a peer that acknowledges on a fixed
+	// tick (go-raknet every 100 ms) holds some ACKs back a whole tick,
+	// which the smoothed RTT and its variance do not show.
+	rto := r.srtt + max(rtoGranularity, 4*r.rttvar, r.srtt/2)
+	return min(max(rto, r.peak*5/4, MinRTO), MaxRTO)
 }
 
 // rto returns the current retransmission timeout, backoff included.

@@ -108,3 +108,25 @@ func TestRTTSmoothed(t *testing.T) {
 		t.Errorf("after a sample: got %v, want %v", got, want)
 	}
 }
+
+// A peer that holds ACKs back for a tick: the newest datagram of each ACK
+// gives small samples, the oldest shows the tick, and the RTO stays a
+// quarter above it so no datagram times out while its ACK waits.
+func TestRTOCoversTheAckTick(t *testing.T) {
+	var r rttStats
+	for range 50 {
+		r.update(2 * time.Millisecond)
+		r.notePeak(100 * time.Millisecond)
+	}
+	if got, want := r.rto(), 125*time.Millisecond; got != want {
+		t.Errorf("rto with a 100ms tick: got %v, want %v", got, want)
+	}
+	// Once ACKs come promptly again the peak decays by 1/8 per ACK.
+	for range 60 {
+		r.update(2 * time.Millisecond)
+		r.notePeak(2 * time.Millisecond)
+	}
+	if got := r.rto(); got != MinRTO {
+		t.Errorf("rto after the tick is gone: got %v, want %v", got, MinRTO)
+	}
+}
