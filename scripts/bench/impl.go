@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 
 	"github.com/basaltmc/basalt/raknet"
 	goraknet "github.com/sandertv/go-raknet"
@@ -103,10 +105,29 @@ func dial(ctx context.Context, im impl, addr string) (packetConn, error) {
 		return d.DialContext(ctx, addr)
 	case implGoRakNet:
 		var d goraknet.Dialer
-		return d.DialContext(ctx, addr)
+		if goWarm.Load() {
+			return d.DialContext(ctx, addr)
+		}
+		// go-raknet v1.15.1 caches its OPEN_CONNECTION_REQUEST_1 bytes in a
+		// global map without a lock, so concurrent first dials crash the
+		// process. Dial alone until one has filled the cache.
+		goWarmMu.Lock()
+		defer goWarmMu.Unlock()
+		c, err := d.DialContext(ctx, addr)
+		if err == nil {
+			goWarm.Store(true)
+		}
+		return c, err
 	}
 	return nil, fmt.Errorf("dial: unknown implementation %q", im)
 }
+
+// goWarm is set once a go-raknet dial succeeded; goWarmMu serialises the
+// dials before that.
+var (
+	goWarm   atomic.Bool
+	goWarmMu sync.Mutex
+)
 
 // ping sends unconnected pings to addr with implementation im until a pong
 // arrives or ctx ends.
