@@ -4,7 +4,7 @@ import "time"
 
 // Congestion window bounds, in datagrams of the connection's MTU.
 const (
-	initialWindow = 32
+	initialWindow = 64
 	minWindow     = 8
 	// lossBeta is the multiplicative decrease on a loss event (as CUBIC:
 	// random loss on a game link should not halve the rate every time).

@@ -16,7 +16,7 @@ const (
 	DefaultMaxMessageSize      = 8 << 20
 	DefaultMaxSendBuffer       = 16 << 20
 	DefaultMaxSplitCount       = 8192
-	DefaultMaxConcurrentSplits = 16
+	DefaultMaxConcurrentSplits = 128
 	DefaultMaxSplitBytes       = 16 << 20
 	DefaultSplitTimeout        = 30 * time.Second
 	DefaultMaxOrderQueue       = 1 << 13
