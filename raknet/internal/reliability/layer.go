@@ -17,10 +17,10 @@ const (
 	DefaultMaxSendBuffer       = 16 << 20
 	DefaultMaxSplitCount       = 8192
 	DefaultMaxConcurrentSplits = 128
-	DefaultMaxSplitBytes       = 16 << 20
+	DefaultMaxSplitBytes       = 32 << 20
 	DefaultSplitTimeout        = 30 * time.Second
 	DefaultMaxOrderQueue       = 1 << 13
-	DefaultMaxOrderBytes       = 16 << 20
+	DefaultMaxOrderBytes       = 32 << 20
 	DefaultReliableWindow      = 1 << 16
 	DefaultAckDelay            = 5 * time.Millisecond
 
