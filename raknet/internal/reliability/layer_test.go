@@ -658,3 +658,26 @@ func TestAckRepeatsLastRanges(t *testing.T) {
 		t.Errorf("got % x with nothing new to acknowledge, want nothing", d)
 	}
 }
+
+// A pending ACK leaves with a data datagram sent before the ACK delay is
+// over, so answering a ping takes one pass of the connection, not two.
+func TestAckLeavesWithData(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	if d := b.AppendDatagram(nil, t0); d != nil {
+		t.Fatalf("got % x with nothing to send, want the ACK to wait", d)
+	}
+	if _, err := b.Send(t0, []byte{2}, wire.Unreliable, 0); err != nil {
+		t.Fatal(err)
+	}
+	ds := drain(b.Layer, t0)
+	if len(ds) != 2 {
+		t.Fatalf("got %d datagrams, want an ACK and the data", len(ds))
+	}
+	if a := decodeAck(t, ds[0]); a.NACK || len(a.Ranges) != 1 || a.Ranges[0] != (wire.AckRange{}) {
+		t.Errorf("first datagram: got %+v, want the ACK of datagram 0", a)
+	}
+	if !b.acks.empty() {
+		t.Errorf("pending ACKs: got %v, want none", b.acks.iv)
+	}
+}
