@@ -165,7 +165,6 @@ type Conn struct {
 	wakeups   atomic.Uint64
 	dropped   uint64
 	deferred  uint64
-	buf       []byte
 	remove    bool
 	// notified is set once DisconnectionNotification was queued by Close.
 	notified bool
@@ -307,15 +306,33 @@ func (c *Conn) write(b []byte) {
 	}
 }
 
+// datagramBuffers holds the buffers datagrams are built in. Connections
+// borrow one per flush instead of keeping their own, so an idle connection
+// holds no MTU-sized buffer.
+var datagramBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, MaxMTU)
+	return &b
+}}
+
 // flush writes every datagram the layer allows now.
 func (c *Conn) flush(now time.Time) {
+	c.flushCopies(now, 1)
+}
+
+// flushCopies writes every datagram the layer allows now, each copies
+// times.
+func (c *Conn) flushCopies(now time.Time, copies int) {
+	bp := datagramBuffers.Get().(*[]byte)
+	defer datagramBuffers.Put(bp)
 	for {
-		d := c.layer.AppendDatagram(c.buf[:0], now)
+		d := c.layer.AppendDatagram((*bp)[:0], now)
 		if d == nil {
 			return
 		}
-		c.buf = d
-		c.write(d)
+		*bp = d
+		for range copies {
+			c.write(d)
+		}
 		c.lastSent = now
 	}
 }
@@ -329,17 +346,7 @@ const finalCopies = 3
 
 // flushFinal writes every datagram the layer allows now finalCopies times.
 func (c *Conn) flushFinal(now time.Time) {
-	for {
-		d := c.layer.AppendDatagram(c.buf[:0], now)
-		if d == nil {
-			return
-		}
-		c.buf = d
-		for range finalCopies {
-			c.write(d)
-		}
-		c.lastSent = now
-	}
+	c.flushCopies(now, finalCopies)
 }
 
 // arm sets the timer to the earliest deadline. A timer that would fire
@@ -421,10 +428,12 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	defer c.unlock()
 	if c.state == stateClosed {
 		if c.lingering {
-			if ack := appendAckFor(c.buf[:0], b); ack != nil {
-				c.buf = ack
+			bp := datagramBuffers.Get().(*[]byte)
+			if ack := appendAckFor((*bp)[:0], b); ack != nil {
+				*bp = ack
 				c.write(ack)
 			}
+			datagramBuffers.Put(bp)
 		}
 		return
 	}
