@@ -52,6 +52,10 @@ const (
 	// smallFrameBuffer is the buffer size given to frames of small
 	// messages.
 	smallFrameBuffer = 256
+	// idleFreeFrames is how many recycled frames a Layer keeps once all it
+	// sent was acknowledged idleTrimAfter ago.
+	idleFreeFrames = 2
+	idleTrimAfter  = time.Second
 	// freeFrameCap bounds the recycled frames a Layer keeps.
 	freeFrameCap = 256
 	// maxSendSplits is the most split messages partly sent at once, below
@@ -194,7 +198,8 @@ type Layer struct {
 	relAcked         seqWindow
 	sendIdx          []sendIndexes // per ordering channel, created on first use
 	splitID          uint16
-	splitsActive     int // split messages partly sent and not fully acked
+	splitsActive     int       // split messages partly sent and not fully acked
+	idleSince        time.Time // when everything sent was last acknowledged
 	receiptID        uint32
 	rtt              rttStats
 	cc               congestion
@@ -235,7 +240,7 @@ func New(cfg Config, now time.Time) *Layer {
 		chunkSize:  cfg.MaxDatagram - wire.DatagramHeaderSize - 3,
 		sendNext:   send,
 		sendOldest: send,
-		sent:       make([]sentDatagram, 8),
+		sent:       make([]sentDatagram, 4),
 		relNext:    send,
 		relAcked:   newSeqWindow(send, sendReliableWindow*2),
 		cc:         newCongestion(cfg.MaxDatagram, MaxInFlight),
@@ -593,6 +598,14 @@ func (l *Layer) onTimers(now time.Time) {
 		}
 		l.advanceOldest()
 	}
+	if l.buffered != 0 {
+		l.idleSince = time.Time{}
+	} else if !l.idleSince.IsZero() && now.Sub(l.idleSince) >= idleTrimAfter && len(l.free) > idleFreeFrames {
+		// Everything was acknowledged a while ago: a quiet connection
+		// keeps only a few recycled frames, not the ones a burst left.
+		clear(l.free[idleFreeFrames:])
+		l.free = l.free[:idleFreeFrames]
+	}
 	if n := l.asm.expire(now); n > 0 {
 		l.stats.Errors += uint64(n)
 	}
@@ -760,6 +773,9 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 		}
 	}
 	l.advanceOldest()
+	if l.buffered == 0 && l.idleSince.IsZero() {
+		l.idleSince = now
+	}
 }
 
 // ---- Receive side ----

@@ -681,3 +681,32 @@ func TestAckLeavesWithData(t *testing.T) {
 		t.Errorf("pending ACKs: got %v, want none", b.acks.iv)
 	}
 }
+
+// Frames recycled after a burst are let go once the connection has been
+// quiet for idleTrimAfter, and kept while it is busy.
+func TestIdleTrimsFreeFrames(t *testing.T) {
+	a := newTestPeer(t, Config{})
+	b := newTestPeer(t, Config{})
+	for i := range 20 {
+		if _, err := a.Send(t0, []byte{0xfe, byte(i)}, wire.ReliableOrdered, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range drain(a.Layer, t0) {
+		mustHandle(t, b.Layer, t0, d)
+	}
+	for _, d := range drain(b.Layer, t0.Add(DefaultAckDelay)) {
+		mustHandle(t, a.Layer, t0.Add(DefaultAckDelay), d)
+	}
+	if a.Buffered() != 0 || len(a.free) < 20 {
+		t.Fatalf("after the burst: got %d buffered, %d free frames, want 0, >= 20", a.Buffered(), len(a.free))
+	}
+	drain(a.Layer, t0.Add(idleTrimAfter/2))
+	if len(a.free) < 20 {
+		t.Fatalf("free frames before the idle time: got %d, want >= 20", len(a.free))
+	}
+	drain(a.Layer, t0.Add(DefaultAckDelay+idleTrimAfter))
+	if len(a.free) != idleFreeFrames {
+		t.Errorf("free frames after the idle time: got %d, want %d", len(a.free), idleFreeFrames)
+	}
+}
