@@ -19,7 +19,7 @@ const (
 	DefaultMaxConcurrentSplits = 128
 	DefaultMaxSplitBytes       = 32 << 20
 	DefaultSplitTimeout        = 30 * time.Second
-	DefaultMaxOrderQueue       = 1 << 13
+	DefaultMaxOrderQueue       = 1 << 16
 	DefaultMaxOrderBytes       = 32 << 20
 	DefaultReliableWindow      = 1 << 16
 	DefaultAckDelay            = 5 * time.Millisecond
