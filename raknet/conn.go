@@ -495,7 +495,8 @@ func (c *Conn) deliver(msg []byte) {
 			return
 		}
 		pong := wire.ConnectedPong{PingTime: m.Time, PongTime: c.timestamp(now)}
-		c.sendControl(now, pong.Append(c.scratch()), wire.Unreliable)
+		var b [wire.ConnectedPongSize]byte
+		c.sendControl(now, pong.Append(b[:0]), wire.Unreliable)
 		return
 	case wire.IDConnectedPong:
 		var m wire.ConnectedPong
@@ -561,13 +562,8 @@ func (c *Conn) onPong(stamp int64, now time.Time) {
 	c.latency.Store(int64(rtt))
 }
 
-// scratch returns a small buffer for encoding a control message; Send
-// copies it.
-func (c *Conn) scratch() []byte {
-	var b [64]byte
-	return b[:0]
-}
-
+// sendControl queues a control message; Send copies b, so callers encode
+// into buffers on their stack.
 func (c *Conn) sendControl(now time.Time, b []byte, r wire.Reliability) {
 	if _, err := c.layer.Send(now, b, r, 0); err != nil && c.errLog < 3 {
 		// Only a full send buffer refuses one; the peer is not reading.
@@ -583,7 +579,8 @@ func (c *Conn) sendPing(now time.Time) {
 	c.lastSent = now
 	c.pingSent, c.pingStamp = now, c.timestamp(now)
 	ping := wire.ConnectedPing{Time: c.pingStamp}
-	c.sendControl(now, ping.Append(c.scratch()), wire.Unreliable)
+	var b [wire.ConnectedPingSize]byte
+	c.sendControl(now, ping.Append(b[:0]), wire.Unreliable)
 }
 
 // handleConnectionRequest answers 0x09 with 0x10; a retried request gets

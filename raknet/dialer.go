@@ -378,7 +378,8 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 
 	c.mu.Lock()
 	req := wire.ConnectionRequest{ClientGUID: guid, Time: c.timestamp(now)}
-	c.sendControl(now, req.Append(c.scratch()), wire.Reliable)
+	var b [wire.ConnectionRequestSize]byte
+	c.sendControl(now, req.Append(b[:0]), wire.Reliable)
 	c.flush(now)
 	c.arm(now)
 	c.unlock()

@@ -7,6 +7,9 @@ type ConnectedPing struct {
 	Time int64
 }
 
+// ConnectedPingSize is the size of an encoded ConnectedPing.
+const ConnectedPingSize = 1 + 8
+
 // Append appends the encoding of m.
 func (m *ConnectedPing) Append(b []byte) []byte {
 	return appendI64(append(b, IDConnectedPing), m.Time)
@@ -32,6 +35,9 @@ type ConnectedPong struct {
 	PingTime int64
 	PongTime int64
 }
+
+// ConnectedPongSize is the size of an encoded ConnectedPong.
+const ConnectedPongSize = 1 + 8 + 8
 
 // Append appends the encoding of m.
 func (m *ConnectedPong) Append(b []byte) []byte {

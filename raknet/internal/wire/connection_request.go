@@ -14,6 +14,9 @@ type ConnectionRequest struct {
 	Security   bool
 }
 
+// ConnectionRequestSize is the size of an encoded ConnectionRequest.
+const ConnectionRequestSize = 1 + 8 + 8 + 1
+
 // Append appends the encoding of m.
 func (m *ConnectionRequest) Append(b []byte) []byte {
 	b = appendI64(appendI64(append(b, IDConnectionRequest), m.ClientGUID), m.Time)
