@@ -70,6 +70,10 @@ func (c *congestion) onLost(size int, sentAt, now time.Time) {
 	c.recoveryAt = now
 }
 
+// onTimedOut removes a datagram lost to a timeout from flight; the window
+// reacts once per timeout event, in onTimeout.
+func (c *congestion) onTimedOut(size int) { c.inFlight -= size }
+
 // onTimeout collapses the window after a retransmission timeout.
 func (c *congestion) onTimeout(now time.Time) {
 	c.ssthresh = max(c.cwnd/2, minWindow*c.mtu)

@@ -669,7 +669,7 @@ func (l *Layer) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent b
 	if congestionEvent {
 		l.cc.onLost(s.size, s.sentAt, now)
 	} else {
-		l.cc.inFlight -= s.size
+		l.cc.onTimedOut(s.size)
 	}
 }
 
