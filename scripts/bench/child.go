@@ -146,6 +146,25 @@ func (c *child) cpu() (time.Duration, error) { return procCPU(c.pid) }
 
 func (c *child) rss() (int64, error) { return procRSS(c.pid) }
 
+// childSample is the server's memory and counters at one moment.
+type childSample struct {
+	rss, heap, goroutines, conns int64
+}
+
+// sample reads RSS, goroutines, connections and the live heap.
+func (c *child) sample() (childSample, error) {
+	var s childSample
+	var err error
+	if s.rss, err = c.rss(); err != nil {
+		return s, err
+	}
+	if s.goroutines, s.conns, err = c.stats(); err != nil {
+		return s, err
+	}
+	s.heap, err = c.liveHeap()
+	return s, err
+}
+
 // stop closes the child's stdin, which makes it close its listener and
 // exit; a child that has not exited after childWait is killed.
 func (c *child) stop() {

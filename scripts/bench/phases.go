@@ -457,15 +457,7 @@ func phaseIdle(cfg *runConfig, im impl, r *record) error {
 	}
 	defer c.stop()
 	time.Sleep(200 * time.Millisecond)
-	rss0, err := c.rss()
-	if err != nil {
-		return err
-	}
-	g0, _, err := c.stats()
-	if err != nil {
-		return err
-	}
-	heap0, err := c.liveHeap()
+	before, err := c.sample()
 	if err != nil {
 		return err
 	}
@@ -515,18 +507,11 @@ func phaseIdle(cfg *runConfig, im impl, r *record) error {
 	// Let handshakes, the first pings and the accept queue settle.
 	time.Sleep(cfg.idleSettle)
 
-	rss1, err := c.rss()
+	after, err := c.sample()
 	if err != nil {
 		return err
 	}
-	g1, n, err := c.stats()
-	if err != nil {
-		return err
-	}
-	heap1, err := c.liveHeap()
-	if err != nil {
-		return err
-	}
+	n := after.conns
 	m := meterCPU(c)
 	time.Sleep(cfg.idleDur)
 	cpu, wall, err := m.used()
@@ -552,13 +537,13 @@ func phaseIdle(cfg *runConfig, im impl, r *record) error {
 	per := func(a, b int64) float64 { return float64(b-a) / float64(n) }
 	r.set("idle.conns", num(float64(n)))
 	r.set("idle.cpu", num(100*cpu.Seconds()/wall.Seconds()))
-	r.set("idle.rss", num(per(rss0, rss1)/1024))
-	r.set("idle.heap", num(per(heap0, heap1)/1024))
-	r.set("idle.gor", num(per(g0, g1)))
+	r.set("idle.rss", num(per(before.rss, after.rss)/1024))
+	r.set("idle.heap", num(per(before.heap, after.heap)/1024))
+	r.set("idle.gor", num(per(before.goroutines, after.goroutines)))
 	r.set("idle.alive", note(fmt.Sprintf("%d/%d", min(int64(alive), nAfter), len(conns))))
 	r.setOK("idle.alive", alive == len(conns) && nAfter == int64(len(conns)))
 	r.logf("server holds %d connections (%d after the idle period, %d clients alive); RSS %d -> %d KiB, live heap %d -> %d KiB, goroutines %d -> %d; CPU %v over %v",
-		n, nAfter, alive, rss0>>10, rss1>>10, heap0>>10, heap1>>10, g0, g1, cpu, wall.Round(time.Millisecond))
+		n, nAfter, alive, before.rss>>10, after.rss>>10, before.heap>>10, after.heap>>10, before.goroutines, after.goroutines, cpu, wall.Round(time.Millisecond))
 	return nil
 }
 
