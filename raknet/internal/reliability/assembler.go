@@ -101,6 +101,14 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 	return &out, nil
 }
 
+// reserveSlots is how many of the messages in progress are kept for the
+// messages ordering channels wait for: an eighth, at least one.
+func (a *assembler) reserveSlots() int { return max(1, a.maxConc/8) }
+
+// reserveBytes is how much of the byte limit is kept for the messages
+// ordering channels wait for: a quarter.
+func (a *assembler) reserveBytes() int { return a.maxBytes / 4 }
+
 // find returns the message in progress with split id, or nil.
 func (a *assembler) find(id uint16) *assembly {
 	for _, x := range a.list {

@@ -891,30 +891,39 @@ func (l *Layer) admit(f *wire.Frame) error {
 			return nil
 		}
 	}
-	ordered := f.Reliability.Ordered() && !f.Reliability.Sequenced()
+	// A message that waits behind a missing one on its ordering channel
+	// is held to tighter limits than the one the channel waits for, so a
+	// queue full of messages from ahead always leaves room for that one,
+	// whose delivery drains the queue.
+	waits := f.Reliability.Ordered() && !f.Reliability.Sequenced() && l.order.waits(f.OrderChannel, f.OrderIndex)
 	if !f.Split {
-		if ordered {
-			return l.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload))
+		if waits {
+			return l.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload), l.asm.bytes)
 		}
 		return nil
 	}
 	if f.SplitCount > l.asm.maxCount {
 		return fmt.Errorf("handle datagram: %w: %d > %d", errSplitCount, f.SplitCount, l.asm.maxCount)
 	}
+	maxConc, maxBytes := l.asm.maxConc, l.asm.maxBytes
+	if waits {
+		maxConc -= l.asm.reserveSlots()
+		maxBytes -= l.asm.reserveBytes()
+	}
 	cost := len(f.Payload)
 	if l.asm.find(f.SplitID) == nil {
-		if len(l.asm.list) >= l.asm.maxConc {
+		if len(l.asm.list) >= maxConc {
 			return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
 		}
 		cost += int(f.SplitCount) * partOverhead
 	}
-	if l.asm.bytes+cost > l.asm.maxBytes {
+	if l.asm.bytes+cost > maxBytes {
 		return fmt.Errorf("handle datagram: %w", errSplitBytes)
 	}
-	if ordered {
-		// The whole message will need a place in the ordering queue if it
-		// completes ahead of its turn.
-		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload))
+	if waits {
+		// The whole message will need a place in the ordering queue when
+		// it completes ahead of its turn.
+		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload), l.asm.bytes)
 	}
 	return nil
 }

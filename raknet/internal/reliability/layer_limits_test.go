@@ -826,3 +826,125 @@ func TestOrderQueueFullStillTakesTheMissingMessage(t *testing.T) {
 		}
 	}
 }
+
+// orderedFragment is fragment index of split message id, reliable-ordered
+// with order index order on channel 0.
+func orderedFragment(rel uint32, id uint16, count, index, order uint32, p []byte) wire.Frame {
+	f := splitFrame(rel, id, count, index, p)
+	f.Reliability = wire.ReliableOrdered
+	f.OrderIndex = wire.Uint24(order)
+	return f
+}
+
+// TestCompletedSplitIsNeverDropped completes a split message ahead of its
+// turn after its fragments were acknowledged: it must be queued and
+// delivered, whatever filled the queue meanwhile, since the sender never
+// sends it again. The queue's byte cap still holds throughout.
+func TestCompletedSplitIsNeverDropped(t *testing.T) {
+	const maxBytes = 2000
+	b := newTestPeer(t, Config{MaxOrderBytes: maxBytes})
+	plain := func(rel, order uint32, size int) wire.Frame {
+		return wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(order), Payload: bytes.Repeat([]byte{byte(order)}, size)}
+	}
+	check := func(step string) {
+		t.Helper()
+		if b.order.bytes > maxBytes {
+			t.Fatalf("%s: ordering queue holds %d bytes, cap %d", step, b.order.bytes, maxBytes)
+		}
+	}
+	// Message 2 in two fragments, the last one small.
+	mustHandle(t, b.Layer, t0, dataDatagram(0, orderedFragment(0, 7, 2, 0, 2, bytes.Repeat([]byte{2}, 300))))
+	check("first fragment")
+	// Message 1 would leave no room for message 2 once complete: refused.
+	handleRefused(t, b.Layer, t0, dataDatagram(1, plain(1, 1, 1600)), errOrderQueueFull)
+	mustHandle(t, b.Layer, t0, dataDatagram(2, orderedFragment(2, 7, 2, 1, 2, bytes.Repeat([]byte{2}, 10))))
+	check("message 2 complete")
+	if b.order.get(0).queued != 1 {
+		t.Fatalf("queued: got %d, want 1 (message 2)", b.order.get(0).queued)
+	}
+	mustHandle(t, b.Layer, t0, dataDatagram(3, plain(3, 0, 100)))
+	check("message 0")
+	mustHandle(t, b.Layer, t0, dataDatagram(4, plain(1, 1, 1600)))
+	check("message 1 resent")
+	want := []int{100, 1600, 310}
+	if len(b.got) != len(want) {
+		t.Fatalf("delivered: got %d messages, want %d", len(b.got), len(want))
+	}
+	for i, m := range b.got {
+		if len(m) != want[i] || m[0] != byte(i) {
+			t.Fatalf("delivery %d: got %d bytes of %d, want %d bytes of %d", i, len(m), m[0], want[i], i)
+		}
+	}
+}
+
+// TestWaitingSplitsLeaveRoomForTheNext fills reassembly with split messages
+// that wait behind a missing one, up to the part of the limits they may
+// use: the missing message, when it comes, is still taken, and everything
+// is delivered in order. Without the reserve the queue would wedge.
+func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
+	t.Run("messages in progress", func(t *testing.T) {
+		const conc = 8
+		b := newTestPeer(t, Config{MaxConcurrentSplits: conc})
+		ahead := conc - b.asm.reserveSlots()
+		n := uint32(0)
+		for i := 1; i <= ahead; i++ {
+			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 0, uint32(i), []byte{byte(i)})))
+			n++
+		}
+		handleRefused(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 100, 2, 0, uint32(ahead+1), []byte{1})), errSplitConc)
+		n++
+		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, []byte{0})))
+		n++
+		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, []byte{0})))
+		n++
+		for i := 1; i <= ahead; i++ {
+			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), []byte{byte(i)})))
+			n++
+		}
+		if len(b.got) != ahead+1 {
+			t.Fatalf("delivered: got %d, want %d", len(b.got), ahead+1)
+		}
+		for i, m := range b.got {
+			if !bytes.Equal(m, []byte{byte(i), byte(i)}) {
+				t.Fatalf("delivery %d: got %v", i, m)
+			}
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		const limit = 8000
+		b := newTestPeer(t, Config{MaxSplitBytes: limit})
+		part := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000) }
+		n := uint32(0)
+		i := 1
+		for ; ; i++ {
+			f := orderedFragment(n, uint16(i), 2, 0, uint32(i), part(i))
+			if b.asm.bytes+len(f.Payload)+2*partOverhead > limit-b.asm.reserveBytes() {
+				handleRefused(t, b.Layer, t0, dataDatagram(n, f), errSplitBytes)
+				n++
+				break
+			}
+			mustHandle(t, b.Layer, t0, dataDatagram(n, f))
+			n++
+		}
+		ahead := i - 1
+		if ahead < 2 {
+			t.Fatalf("only %d messages fit ahead", ahead)
+		}
+		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, part(0))))
+		n++
+		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, part(0))))
+		n++
+		for i := 1; i <= ahead; i++ {
+			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), part(i))))
+			n++
+		}
+		if len(b.got) != ahead+1 {
+			t.Fatalf("delivered: got %d, want %d", len(b.got), ahead+1)
+		}
+		for i, m := range b.got {
+			if len(m) != 2000 || m[0] != byte(i) {
+				t.Fatalf("delivery %d: got %d bytes of %d", i, len(m), m[0])
+			}
+		}
+	})
+}

@@ -42,6 +42,12 @@ func (o *orderChannels) get(channel uint8) *orderChannel {
 // ordered handles a reliable-ordered message: deliver is called for it and
 // every queued message it unblocks, in order. Messages from the past are
 // dropped. p is copied when queued.
+//
+// The byte cap is enforced by admit, before a frame is acknowledged, not
+// here: a split message admitted fragment by fragment completes into the
+// queue even when the queue filled meanwhile, because its fragments were
+// acknowledged and the sender will never send it again. admit counts the
+// bytes held for reassembly, so the queue still stays within its cap.
 func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, deliver func([]byte)) error {
 	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
@@ -72,7 +78,8 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, delive
 		return nil
 	}
 	ahead := abs - c.expected
-	if ahead >= uint64(o.maxQueue) || o.bytes+len(p)+o.growCost(c, ahead) > o.maxBytes {
+	if ahead >= uint64(o.maxQueue) {
+		// admit refused it already; expected only moves forward.
 		return errOrderQueueFull
 	}
 	if ahead >= uint64(len(c.ring)) {
@@ -116,17 +123,25 @@ func (o *orderChannels) growCost(c *orderChannel, ahead uint64) int {
 	return (ringSize(len(c.ring), ahead) - len(c.ring)) * slotSize
 }
 
+// waits reports whether a message with order index idx on channel would
+// have to wait in the queue: it is ahead of the one delivered next.
+func (o *orderChannels) waits(channel uint8, idx wire.Uint24) bool {
+	c := o.get(channel)
+	return unwrap(c.expected, idx) > c.expected
+}
+
 // admit reports whether size bytes (a message with order index idx on
 // channel, plus others admitted alongside it) fit the queue caps if the
-// message has to wait.
-func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size int) error {
+// message has to wait. held is what reassembly holds: messages completed
+// from it enter the queue unchecked, so it counts against the cap too.
+func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size, held int) error {
 	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
 	if abs <= c.expected {
 		return nil
 	}
 	ahead := abs - c.expected
-	if ahead >= uint64(o.maxQueue) || o.bytes+size+o.growCost(c, ahead) > o.maxBytes {
+	if ahead >= uint64(o.maxQueue) || o.bytes+held+size+o.growCost(c, ahead) > o.maxBytes {
 		return fmt.Errorf("handle datagram: %w", errOrderQueueFull)
 	}
 	return nil
