@@ -70,22 +70,26 @@ func (a *Ack) Append(b []byte) []byte {
 }
 
 // AppendLimit appends as many of a's ranges as fit in limit bytes (0 means
-// no limit) and returns the buffer and the count of ranges written. A range
-// that crosses the 2^24 wrap is written as two records. At least one range
-// is always written, so a limit below 17 bytes may be exceeded.
+// no limit), MaxAckRecords records and MaxAckNumbers numbers, so Decode
+// takes what it writes, and returns the buffer and the count of ranges
+// written. A range that crosses the 2^24 wrap is written as two records.
+// At least one range is always written, so a limit below 17 bytes may be
+// exceeded.
 func (a *Ack) AppendLimit(b []byte, limit int) ([]byte, int) {
 	start := len(b)
 	b = append(b, a.id(), 0, 0)
-	size, records, n := ackHeaderSize, 0, 0
+	size, records, n, numbers := ackHeaderSize, 0, 0, 0
 	for _, r := range a.Ranges {
 		rs, rc := recordsSize(r), 1
 		if r.End < r.Start {
 			rc = 2
 		}
-		if n > 0 && ((limit > 0 && size+rs > limit) || records+rc > MaxAckRecords) {
+		count := int(r.Start.Distance(r.End)) + 1
+		if n > 0 && ((limit > 0 && size+rs > limit) || records+rc > MaxAckRecords || numbers+count > MaxAckNumbers) {
 			break
 		}
 		size += rs
+		numbers += count
 		n++
 		if r.End < r.Start {
 			b = appendRecord(b, r.Start, MaxUint24)

@@ -143,6 +143,10 @@ func TestAckAppendLimit(t *testing.T) {
 		{"wrap range fits", wrap, 3 + 4 + 14, 2, 3 + 4 + 14},
 		{"empty", nil, 10, 0, 3},
 		{"mtu", ranges(400), 1400, (1400 - 3) / 7, 3 + (1400-3)/7*7},
+		// Decode refuses more than MaxAckNumbers numbers, so the writer
+		// stops before them.
+		{"numbers cap", []AckRange{{0, MaxAckNumbers/2 - 1}, {MaxAckNumbers, MaxAckNumbers + MaxAckNumbers/2 - 1}, {1 << 20, 1 << 20}}, 0, 2, 3 + 2*7},
+		{"numbers cap, one over", []AckRange{{0, MaxAckNumbers/2 - 1}, {MaxAckNumbers, MaxAckNumbers + MaxAckNumbers/2}}, 0, 1, 3 + 7},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
