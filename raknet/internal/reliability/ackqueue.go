@@ -88,17 +88,43 @@ func (s *intervalSet) trim() {
 
 func (s *intervalSet) empty() bool { return len(s.iv) == 0 }
 
-// appendAck writes up to limit bytes of the set as an ACK or NACK and
-// removes what it wrote. scratch is reused for the wire ranges.
-func (s *intervalSet) appendAck(b []byte, nack bool, limit int, scratch *wire.Ack) []byte {
+// maxAckNumbersSent is the most datagram numbers one ACK or NACK names:
+// go-raknet refuses a whole ACK or NACK naming more than 8192.
+const maxAckNumbersSent = 8192
+
+// appendAck writes up to limit bytes and maxAckNumbersSent numbers of the
+// set as an ACK or NACK and removes what it wrote, adding it to written if
+// that is not nil. scratch is reused for the wire ranges.
+func (s *intervalSet) appendAck(b []byte, nack bool, limit int, scratch *wire.Ack, written *intervalSet) []byte {
 	scratch.NACK = nack
 	scratch.Ranges = scratch.Ranges[:0]
+	budget := uint64(maxAckNumbersSent)
+	cut := false // the last range takes only part of its interval
 	for _, v := range s.iv {
 		// A single wire range names at most 2^24-1 numbers; ours are far
 		// smaller because the receive window bounds them.
-		scratch.Ranges = append(scratch.Ranges, wire.AckRange{Start: u24(v.lo), End: u24(v.hi)})
+		hi := v.hi
+		if hi-v.lo >= budget {
+			hi, cut = v.lo+budget-1, true
+		}
+		scratch.Ranges = append(scratch.Ranges, wire.AckRange{Start: u24(v.lo), End: u24(hi)})
+		budget -= hi - v.lo + 1
+		if budget == 0 {
+			break
+		}
 	}
 	b, n := scratch.AppendLimit(b, limit)
+	if written != nil {
+		for i, r := range scratch.Ranges[:n] {
+			lo := s.iv[i].lo
+			written.addRange(lo, lo+uint64(r.Start.Distance(r.End)))
+		}
+	}
+	if cut && n == len(scratch.Ranges) {
+		// Keep the part of the last interval that was not written.
+		n--
+		s.iv[n].lo += uint64(scratch.Ranges[n].Start.Distance(scratch.Ranges[n].End)) + 1
+	}
 	k := copy(s.iv, s.iv[n:])
 	s.iv = s.iv[:k]
 	return b

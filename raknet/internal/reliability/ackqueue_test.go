@@ -126,7 +126,7 @@ func TestIntervalSetAppendAck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := intervalSet{iv: slices.Clone(tc.iv)}
 			var scratch wire.Ack
-			b := s.appendAck([]byte{0xee}, tc.nack, tc.limit, &scratch)
+			b := s.appendAck([]byte{0xee}, tc.nack, tc.limit, &scratch, nil)
 			if b[0] != 0xee {
 				t.Fatalf("appendAck clobbered the buffer")
 			}

@@ -13,7 +13,8 @@ type assembly struct {
 	count    uint32
 	received uint32
 	parts    [][]byte
-	bytes    int
+	bytes    int        // held: received fragments and a slot per part
+	est      int        // bytes when complete, estimated from the first fragment
 	started  time.Time  // when the latest new fragment arrived
 	header   wire.Frame // ordering fields shared by every fragment
 }
@@ -22,14 +23,24 @@ type assembly struct {
 // number of messages in progress and the bytes held, and drops partial
 // messages older than a timeout.
 type assembler struct {
-	list       []*assembly
-	bytes      int
+	list  []*assembly
+	byID  map[uint16]*assembly // the same messages, by split id
+	peak  int                  // most messages in progress since the map was made
+	bytes int                  // held by every message in progress
+	// committed is what the messages in progress will hold when
+	// complete: each one's estimate, or what it holds if more.
+	committed  int
 	maxCount   uint32
 	maxConc    int
 	maxBytes   int
 	timeout    time.Duration
+	maxPart    int       // the largest fragment payload a datagram can carry
 	oldestNext time.Time // earliest expiry, zero when empty
 }
+
+// idleAssemblies is how many messages in progress the list and map may
+// have grown to and still be kept once empty.
+const idleAssemblies = 16
 
 // partOverhead charges the slice header of every announced part so an
 // announced count costs memory up front.
@@ -59,9 +70,16 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 			return nil, errSplitBytes
 		}
 		m = &assembly{id: f.SplitID, count: f.SplitCount, parts: make([][]byte, f.SplitCount), bytes: cost, started: now, header: *f}
+		m.est = a.estimate(f)
 		m.header.Payload = nil
 		a.bytes += cost
+		a.committed += max(m.est, m.bytes)
 		a.list = append(a.list, m)
+		if a.byID == nil {
+			a.byID = make(map[uint16]*assembly)
+		}
+		a.byID[m.id] = m
+		a.peak = max(a.peak, len(a.list))
 		a.updateExpiry()
 	}
 	if f.SplitCount != m.count {
@@ -74,7 +92,9 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 		return nil, errSplitBytes
 	}
 	m.parts[f.SplitIndex] = append([]byte(nil), f.Payload...)
+	a.committed -= max(m.est, m.bytes)
 	m.bytes += len(f.Payload)
+	a.committed += max(m.est, m.bytes)
 	a.bytes += len(f.Payload)
 	m.received++
 	if m.received < m.count {
@@ -101,6 +121,17 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 	return &out, nil
 }
 
+// estimate returns the bytes the message f is a fragment of will hold
+// when complete: every fragment as large as f, or, when f is the last one
+// (often shorter), every other as large as a datagram can carry.
+func (a *assembler) estimate(f *wire.Frame) int {
+	part := len(f.Payload)
+	if f.SplitIndex == f.SplitCount-1 && f.SplitCount > 1 {
+		return int(f.SplitCount-1)*(max(part, a.maxPart)+partOverhead) + part + partOverhead
+	}
+	return int(f.SplitCount) * (part + partOverhead)
+}
+
 // reserveSlots is how many of the messages in progress are kept for the
 // messages ordering channels wait for: an eighth, at least one.
 func (a *assembler) reserveSlots() int { return max(1, a.maxConc/8) }
@@ -111,12 +142,10 @@ func (a *assembler) reserveBytes() int { return a.maxBytes / 4 }
 
 // find returns the message in progress with split id, or nil.
 func (a *assembler) find(id uint16) *assembly {
-	for _, x := range a.list {
-		if x.id == id {
-			return x
-		}
+	if len(a.list) == 0 {
+		return nil
 	}
-	return nil
+	return a.byID[id]
 }
 
 func (a *assembler) remove(m *assembly) {
@@ -126,7 +155,13 @@ func (a *assembler) remove(m *assembly) {
 			break
 		}
 	}
+	delete(a.byID, m.id)
+	if len(a.list) == 0 && a.peak > idleAssemblies {
+		// The burst is over: give back what it grew.
+		a.list, a.byID, a.peak = nil, nil, 0
+	}
 	a.bytes -= m.bytes
+	a.committed -= max(m.est, m.bytes)
 	a.updateExpiry()
 }
 

@@ -1,8 +1,10 @@
 package reliability
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -16,7 +18,7 @@ const (
 	DefaultMaxMessageSize      = 8 << 20
 	DefaultMaxSendBuffer       = 16 << 20
 	DefaultMaxSplitCount       = 8192
-	DefaultMaxConcurrentSplits = 128
+	DefaultMaxConcurrentSplits = 1024
 	DefaultMaxSplitBytes       = 32 << 20
 	DefaultSplitTimeout        = 30 * time.Second
 	DefaultMaxOrderQueue       = 1 << 16
@@ -47,8 +49,17 @@ const (
 	minNACKDelay = 4 * time.Millisecond
 	maxNACKDelay = 20 * time.Millisecond
 	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
-	// the sender's timeout.
-	maxNACKGap = 1024
+	// the sender's timeout. A run of datagrams lost together (a full
+	// socket buffer) can be long, and a NACK names a run in one record.
+	maxNACKGap = wire.MaxAckNumbers
+	// A NACK is repeated nackRepeats times, renackDelay after it, then
+	// twice and four times that after each repeat.
+	nackRepeats = 3
+	renackDelay = 25 * time.Millisecond
+	// nackNowIntervals is how many separate gaps make NACKs leave at once
+	// rather than after the reordering allowance, so heavy loss is
+	// reported before the set fills and drops gaps.
+	nackNowIntervals = 64
 	// smallFrameBuffer is the buffer size given to frames of small
 	// messages.
 	smallFrameBuffer = 256
@@ -214,6 +225,18 @@ type Layer struct {
 	nacks     intervalSet
 	ackFirst  time.Time // when the oldest pending ACK arrived
 	nackAt    time.Time // when pending NACKs are due
+	// renacks[i] holds what NACKs named, to be named again at renackAt[i]
+	// and then moved to renacks[i+1]: a lost NACK would otherwise leave
+	// the gap to the sender's timeout, which for some senders grows to
+	// seconds. A sender ignores a NACK of what it already resent.
+	renacks  [nackRepeats]intervalSet
+	renackAt [nackRepeats]time.Time
+	// pulls holds datagrams refused for a limit that frees up as messages
+	// are delivered. They are NACKed once there is room, nearest to
+	// delivery first: some senders otherwise resend only on a timeout
+	// that grows to seconds.
+	pulls  []refusal
+	pullAt time.Time // when pulls may next be NACKed
 	// ackRepeat holds the ranges of the last ACK, sent again with the
 	// next; ackFresh is scratch space.
 	ackRepeat, ackFresh []interval
@@ -256,9 +279,13 @@ func New(cfg Config, now time.Time) *Layer {
 			maxConc:  cfg.MaxConcurrentSplits,
 			maxBytes: cfg.MaxSplitBytes,
 			timeout:  cfg.SplitTimeout,
+			maxPart:  cfg.MaxDatagram - wire.DatagramHeaderSize,
 		},
 	}
 	l.order.start = recv
+	for i := range l.renacks {
+		l.renacks[i].max = maxAckIntervals
+	}
 	return l
 }
 
@@ -430,9 +457,14 @@ func (l *Layer) hasData() bool { return l.resend.len() > 0 || l.pending.len() > 
 // returns nil when nothing may be sent now. Call it until it returns nil.
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
+	l.pullRefused(now)
 	if !l.nacks.empty() && !now.Before(l.nackAt) {
-		l.stats.NacksSent++
-		return l.countSent(l.nacks.appendAck(b, true, l.cfg.MaxDatagram, &l.ackBuf))
+		return l.appendNack(b, &l.nacks, 0, now)
+	}
+	for i := range l.renacks {
+		if !l.renacks[i].empty() && !now.Before(l.renackAt[i]) {
+			return l.appendNack(b, &l.renacks[i], i+1, now)
+		}
 	}
 	// Pending ACKs also leave early when a data datagram leaves now: they
 	// would follow in a moment anyway, and sending them together saves
@@ -447,7 +479,7 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 			l.acks.addRange(iv.lo, iv.hi)
 		}
 		l.ackRepeat = append(l.ackRepeat[:0], l.ackFresh...)
-		b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf)
+		b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf, nil)
 		l.stats.AcksSent++
 		if l.acks.empty() {
 			l.ackCount = 0
@@ -460,6 +492,20 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 		return nil
 	}
 	return l.countSent(l.appendData(b, now))
+}
+
+// appendNack appends a NACK of what set holds and hands what it named to
+// repeat number next.
+func (l *Layer) appendNack(b []byte, set *intervalSet, next int, now time.Time) []byte {
+	l.stats.NacksSent++
+	var written *intervalSet
+	if next < nackRepeats {
+		written = &l.renacks[next]
+		if written.empty() {
+			l.renackAt[next] = now.Add(renackDelay << next)
+		}
+	}
+	return l.countSent(set.appendAck(b, true, l.cfg.MaxDatagram, &l.ackBuf, written))
 }
 
 func (l *Layer) countSent(b []byte) []byte {
@@ -626,6 +672,14 @@ func (l *Layer) NextDeadline(now time.Time) time.Time {
 	}
 	if !l.nacks.empty() {
 		earliest(l.nackAt)
+	}
+	for i := range l.renacks {
+		if !l.renacks[i].empty() {
+			earliest(l.renackAt[i])
+		}
+	}
+	if len(l.pulls) > 0 {
+		earliest(l.pullAt)
 	}
 	if !l.acks.empty() {
 		earliest(l.ackFirst.Add(l.cfg.AckDelay))
@@ -846,17 +900,21 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 				l.nackAt = now.Add(l.nackDelay())
 			}
 			l.nacks.addRange(l.dgramHigh, abs-1)
+			if len(l.nacks.iv) >= nackNowIntervals {
+				l.nackAt = now
+			}
 		}
 		l.dgramHigh = abs + 1
 	} else {
 		l.nacks.remove(abs)
 	}
 	var refused, firstErr error
+	refusedAt := 0
 	for i := range frames {
 		f := &frames[i]
 		if err := l.admit(f); err != nil {
 			if refused == nil {
-				refused = err
+				refused, refusedAt = err, i
 			}
 			continue
 		}
@@ -872,6 +930,26 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		// not acknowledged: the sender resends its frames later and the
 		// ones handled now are then deduplicated. Backpressure, not loss.
 		l.stats.Errors++
+		if refused != errRefuseSplitCount {
+			if len(l.pulls) == maxPulls {
+				// Keep the refusals nearest to delivery.
+				l.sortPulls()
+				l.pulls = l.pulls[:maxPulls*3/4]
+			}
+			f := &frames[refusedAt]
+			r := refusal{num: abs, size: len(f.Payload)}
+			if f.Split {
+				r.size = l.asm.estimate(f)
+			}
+			if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
+				r.ordered, r.channel = true, f.OrderChannel
+				r.order = unwrap(l.order.get(f.OrderChannel).expected, f.OrderIndex)
+			}
+			if len(l.pulls) == 0 {
+				l.pullAt = now.Add(pullInterval)
+			}
+			l.pulls = append(l.pulls, r)
+		}
 		return refused
 	}
 	_, _ = l.dgramWin.mark(abs) // slide made room
@@ -879,13 +957,22 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	return firstErr
 }
 
+// Refusals from admit. They are values, not built per frame: a peer that
+// ignores flow control can cause millions of them.
+var (
+	errRefuseReliable   = fmt.Errorf("handle datagram: reliable index: %w", errTooFarAhead)
+	errRefuseSplitCount = fmt.Errorf("handle datagram: %w", errSplitCount)
+	errRefuseSplitConc  = fmt.Errorf("handle datagram: %w", errSplitConc)
+	errRefuseSplitBytes = fmt.Errorf("handle datagram: %w", errSplitBytes)
+)
+
 // admit checks one frame against the receive limits before anything is
 // recorded, against the state left by the frames handled before it.
 func (l *Layer) admit(f *wire.Frame) error {
 	if f.Reliability.Reliable() {
 		idx := unwrap(l.relWin.base, f.ReliableIndex)
 		if !l.relWin.canHold(idx) {
-			return fmt.Errorf("handle datagram: reliable index %d: %w", f.ReliableIndex, errTooFarAhead)
+			return errRefuseReliable
 		}
 		if l.relWin.seen(idx) {
 			return nil
@@ -898,34 +985,118 @@ func (l *Layer) admit(f *wire.Frame) error {
 	waits := f.Reliability.Ordered() && !f.Reliability.Sequenced() && l.order.waits(f.OrderChannel, f.OrderIndex)
 	if !f.Split {
 		if waits {
-			return l.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload), l.asm.bytes)
+			return l.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload), l.asm.committed)
 		}
 		return nil
 	}
 	if f.SplitCount > l.asm.maxCount {
-		return fmt.Errorf("handle datagram: %w: %d > %d", errSplitCount, f.SplitCount, l.asm.maxCount)
+		return errRefuseSplitCount
 	}
+	if l.asm.find(f.SplitID) != nil {
+		// A message in progress was given room to complete when its
+		// first fragment came: only the hard limit applies to the rest.
+		if l.asm.bytes+len(f.Payload) > l.asm.maxBytes {
+			return errRefuseSplitBytes
+		}
+		return nil
+	}
+	// A new message must have room to complete, so it is charged its
+	// whole estimated size up front. Room taken by messages that cannot
+	// complete would wedge the queue behind them.
+	est := l.asm.estimate(f)
 	maxConc, maxBytes := l.asm.maxConc, l.asm.maxBytes
 	if waits {
 		maxConc -= l.asm.reserveSlots()
 		maxBytes -= l.asm.reserveBytes()
 	}
-	cost := len(f.Payload)
-	if l.asm.find(f.SplitID) == nil {
-		if len(l.asm.list) >= maxConc {
-			return fmt.Errorf("handle datagram: %w: %d", errSplitConc, l.asm.maxConc)
-		}
-		cost += int(f.SplitCount) * partOverhead
+	if len(l.asm.list) >= maxConc {
+		return errRefuseSplitConc
 	}
-	if l.asm.bytes+cost > maxBytes {
-		return fmt.Errorf("handle datagram: %w", errSplitBytes)
+	if l.asm.committed+est > maxBytes {
+		return errRefuseSplitBytes
 	}
 	if waits {
 		// The whole message will need a place in the ordering queue when
 		// it completes ahead of its turn.
-		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload), l.asm.bytes)
+		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload), l.asm.committed)
 	}
 	return nil
+}
+
+// refusal is a datagram refused for a receive limit that frees up.
+type refusal struct {
+	num     uint64 // absolute datagram number
+	order   uint64 // absolute order index of its refused frame, if ordered
+	size    int    // the room its frame's message needs
+	channel uint8
+	ordered bool
+}
+
+const (
+	// maxPulls bounds the refusals remembered; the farthest from delivery
+	// are forgotten first and left to the sender's timeout.
+	maxPulls = 4096
+	// pullInterval is how often refused datagrams are asked for again,
+	// and pullBatch how many at most each time beyond those the ordering
+	// channels wait for: a sender that ignores flow control is not
+	// invited into a resend storm.
+	pullInterval = 10 * time.Millisecond
+	pullBatch    = 256
+)
+
+// room returns how many bytes of messages that wait in an ordering queue
+// the receive limits can still take.
+func (l *Layer) room() int {
+	return min(l.order.maxBytes-l.order.bytes-l.asm.committed, l.asm.maxBytes-l.asm.reserveBytes()-l.asm.committed)
+}
+
+// distance returns how far r's frame is from delivery: 0 for the message
+// its channel waits for and for unordered frames.
+func (l *Layer) distance(r *refusal) uint64 {
+	if !r.ordered {
+		return 0
+	}
+	return r.order - min(r.order, l.order.get(r.channel).expected)
+}
+
+// sortPulls sorts the refusals nearest to delivery first.
+func (l *Layer) sortPulls() {
+	slices.SortFunc(l.pulls, func(a, b refusal) int { return cmp.Compare(l.distance(&a), l.distance(&b)) })
+}
+
+// pullRefused NACKs refused datagrams once there is room for them: those
+// whose frame its channel waits for always, then the nearest to delivery,
+// as many as the room takes and at most pullBatch.
+func (l *Layer) pullRefused(now time.Time) {
+	if len(l.pulls) == 0 || now.Before(l.pullAt) {
+		return
+	}
+	l.pullAt = now.Add(pullInterval)
+	l.sortPulls()
+	room := l.room()
+	n := 0
+	for ; n < len(l.pulls); n++ {
+		r := &l.pulls[n]
+		if l.distance(r) > 0 {
+			// Fragments of one message are neighbours here: its room
+			// is counted once.
+			if n == 0 || !r.ordered || r.order != l.pulls[n-1].order || r.channel != l.pulls[n-1].channel {
+				room -= r.size
+			}
+			if room < 0 || n >= pullBatch {
+				break
+			}
+		}
+		l.nacks.add(r.num)
+	}
+	if n == 0 {
+		return
+	}
+	l.pulls = l.pulls[:copy(l.pulls, l.pulls[n:])]
+	if len(l.pulls) == 0 && cap(l.pulls) > 64 {
+		l.pulls = nil
+	}
+	l.nackAt = now
 }
 
 // nackDelay is how long a gap may stay open before it is NACKed: long

@@ -94,27 +94,27 @@ func TestHostileConcurrentSplits(t *testing.T) {
 		mustHandle(t, b.Layer, t0, dataDatagram(n, splitFrame(n, uint16(id), 2, 0, []byte{byte(id)})))
 		n++
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 999, 2, 0, []byte{1})), errSplitConc)
+	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 9999, 2, 0, []byte{1})), errSplitConc)
 	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Fatalf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
 	// A datagram whose first frame would open one more is not
 	// acknowledged; its second frame, completing a message in progress, is
 	// kept, and its resend then takes what was refused.
-	mixed := dataDatagram(n, splitFrame(n+1, 1000, 2, 0, []byte{1}), splitFrame(n, 3, 2, 1, []byte{3}))
+	mixed := dataDatagram(n, splitFrame(n+1, 10000, 2, 0, []byte{1}), splitFrame(n, 3, 2, 1, []byte{3}))
 	handleRefused(t, b.Layer, t0, mixed, errSplitConc)
 	if len(b.got) != 1 || !bytes.Equal(b.got[0], []byte{3, 3}) || len(b.asm.list) != DefaultMaxConcurrentSplits-1 {
 		t.Fatalf("after a refused datagram: got %v delivered, %d in progress, want [[3 3]], %d", b.got, len(b.asm.list), DefaultMaxConcurrentSplits-1)
 	}
 	n++
-	resend := dataDatagram(n, splitFrame(n, 1000, 2, 0, []byte{1}), splitFrame(n-1, 3, 2, 1, []byte{3}))
+	resend := dataDatagram(n, splitFrame(n, 10000, 2, 0, []byte{1}), splitFrame(n-1, 3, 2, 1, []byte{3}))
 	mustHandle(t, b.Layer, t0, resend)
 	if !acked(b.Layer, n) || len(b.got) != 1 || len(b.asm.list) != DefaultMaxConcurrentSplits {
 		t.Fatalf("after the resend: acked %v, %d delivered, %d in progress, want true, 1, %d", acked(b.Layer, n), len(b.got), len(b.asm.list), DefaultMaxConcurrentSplits)
 	}
 	n++
 	// Still full: another new id is refused.
-	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n+1, 999, 2, 0, []byte{1})), errSplitConc)
+	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n+1, 9999, 2, 0, []byte{1})), errSplitConc)
 	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Errorf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
@@ -139,11 +139,13 @@ func TestHostileSplitBytes(t *testing.T) {
 		size   int
 		accept int // fragments accepted before the refusal
 	}{
-		// 100·24 announced + 7·1000 = 9400; the 8th would make 10400.
-		{name: "fragments fill the limit", count: 100, size: 1000, accept: 7},
+		// A message is charged its whole size at its first fragment:
+		// 100·(1000+24) could never complete within the limit.
+		{name: "message larger than the limit", count: 100, size: 1000, accept: 0},
 		// 8192·24 announced bytes alone exceed the limit.
 		{name: "announced count exceeds the limit", count: 8192, size: 10, accept: 0},
-		{name: "one fragment exceeds the limit", count: 2, size: 1300, accept: 7},
+		// Messages of 2·(1300+24) each: three fit, a fourth would not.
+		{name: "messages fill the limit", count: 2, size: 1300, accept: 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,8 +162,8 @@ func TestHostileSplitBytes(t *testing.T) {
 				}
 				handleRefused(t, b.Layer, t0, d, errSplitBytes)
 			}
-			if b.asm.bytes > limit {
-				t.Errorf("assembler bytes: got %v, want <= %v", b.asm.bytes, limit)
+			if b.asm.bytes > limit || b.asm.committed > limit {
+				t.Errorf("assembler bytes: got %v held, %v committed, want <= %v", b.asm.bytes, b.asm.committed, limit)
 			}
 			sum := 0
 			for _, m := range b.asm.list {
@@ -427,7 +429,10 @@ func TestHostileOrderQueue(t *testing.T) {
 	}{
 		{name: "queue limit", indexes: []uint32{queue}, refused: 0, delivered: 1},
 		{name: "far ahead", indexes: []uint32{1<<23 - 1}, refused: 0, delivered: 1},
-		{name: "last in the queue", limit: 1000 + queue*slotSize, indexes: []uint32{queue - 1}, refused: -1, wantBytes: 1000 + queue*slotSize, maxRing: queue, delivered: 1, afterBytes: 1000 + queue*slotSize},
+		{name: "last in the queue", limit: queue*1000 + queue*slotSize, indexes: []uint32{queue - 1}, refused: -1, wantBytes: 1000 + queue*slotSize, maxRing: queue, delivered: 1, afterBytes: 1000 + queue*slotSize},
+		// Room for it and its ring, but not for the messages before it
+		// were they as large.
+		{name: "too far ahead for its size", limit: 1000 + queue*slotSize, indexes: []uint32{queue - 1}, refused: 0, delivered: 1},
 		{name: "ring too big for the byte limit", indexes: []uint32{queue - 1}, refused: 0, delivered: 1},
 		// 2^23 ahead reads as old: dropped, not queued.
 		{name: "2^23 ahead", indexes: []uint32{1 << 23}, refused: -1, delivered: 1},
@@ -918,7 +923,7 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 		i := 1
 		for ; ; i++ {
 			f := orderedFragment(n, uint16(i), 2, 0, uint32(i), part(i))
-			if b.asm.bytes+len(f.Payload)+2*partOverhead > limit-b.asm.reserveBytes() {
+			if b.asm.committed+b.asm.estimate(&f) > limit-b.asm.reserveBytes() {
 				handleRefused(t, b.Layer, t0, dataDatagram(n, f), errSplitBytes)
 				n++
 				break
@@ -947,4 +952,36 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSplitChargedWhole checks that a new split message is charged its
+// whole estimated size at its first fragment, and that a last fragment
+// arriving first (often shorter than the rest) does not make it cheap.
+func TestSplitChargedWhole(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	part := b.asm.maxPart
+	cases := []struct {
+		name string
+		f    wire.Frame
+		want int
+	}{
+		{"first fragment", splitFrame(0, 1, 10, 0, make([]byte, 500)), 10 * (500 + partOverhead)},
+		{"last fragment first", splitFrame(0, 1, 10, 9, make([]byte, 20)), 9*(part+partOverhead) + 20 + partOverhead},
+		{"single fragment", splitFrame(0, 1, 1, 0, make([]byte, 20)), 20 + partOverhead},
+	}
+	for _, tc := range cases {
+		if got := b.asm.estimate(&tc.f); got != tc.want {
+			t.Errorf("%s: estimate got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 10, 9, make([]byte, 20))))
+	if want := 9*(part+partOverhead) + 20 + partOverhead; b.asm.committed != want {
+		t.Errorf("committed after the last fragment: got %d, want %d", b.asm.committed, want)
+	}
+	for i := range uint32(9) {
+		mustHandle(t, b.Layer, t0, dataDatagram(1+i, splitFrame(1+i, 1, 10, i, make([]byte, part))))
+	}
+	if len(b.got) != 1 || len(b.got[0]) != 9*part+20 || b.asm.committed != 0 || b.asm.bytes != 0 {
+		t.Errorf("after completion: %d delivered, committed %d, held %d, want 1, 0, 0", len(b.got), b.asm.committed, b.asm.bytes)
+	}
 }

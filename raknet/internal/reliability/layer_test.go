@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -176,6 +177,15 @@ func TestAckDelay(t *testing.T) {
 	}
 }
 
+// chunks splits [lo, hi] into ranges of at most n numbers.
+func chunks(lo, hi, n uint32) []wire.AckRange {
+	var out []wire.AckRange
+	for ; lo <= hi; lo += n {
+		out = append(out, wire.AckRange{Start: wire.Uint24(lo), End: wire.Uint24(min(hi, lo+n-1))})
+	}
+	return out
+}
+
 func TestNACKForGap(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -195,7 +205,8 @@ func TestNACKForGap(t *testing.T) {
 		{name: "gap across the wrap", start: uint32(wire.MaxUint24) - 1, numbers: []uint32{uint32(wire.MaxUint24) - 1, 1}, nack: []wire.AckRange{{Start: wire.MaxUint24, End: 0}}, ack: []wire.AckRange{{Start: wire.MaxUint24 - 1, End: wire.MaxUint24 - 1}, {Start: 1, End: 1}}, nackSent: 1},
 		// Larger gaps are left to the sender's timeout.
 		{name: "gap too large", numbers: []uint32{0, maxNACKGap + 2}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: maxNACKGap + 2, End: maxNACKGap + 2}}},
-		{name: "largest gap", numbers: []uint32{0, maxNACKGap + 1}, nack: []wire.AckRange{{Start: 1, End: maxNACKGap}}, ack: []wire.AckRange{{Start: 0, End: 0}, {Start: maxNACKGap + 1, End: maxNACKGap + 1}}, nackSent: 1},
+		// One NACK names at most maxAckNumbersSent numbers.
+		{name: "largest gap", numbers: []uint32{0, maxNACKGap + 1}, nack: chunks(1, maxNACKGap, maxAckNumbersSent), ack: []wire.AckRange{{Start: 0, End: 0}, {Start: maxNACKGap + 1, End: maxNACKGap + 1}}, nackSent: maxNACKGap / maxAckNumbersSent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,12 +222,20 @@ func TestNACKForGap(t *testing.T) {
 				if d := b.AppendDatagram(nil, t0); d != nil {
 					t.Fatalf("got % x before the NACK delay, want nothing", d)
 				}
-				d := b.AppendDatagram(nil, nackAt)
-				if d == nil {
-					t.Fatalf("got no datagram, want a NACK after %v", minNACKDelay)
+				var got []wire.AckRange
+				for range tc.nackSent {
+					d := b.AppendDatagram(nil, nackAt)
+					if d == nil {
+						t.Fatalf("got no datagram, want a NACK after %v", minNACKDelay)
+					}
+					a := decodeAck(t, d)
+					if !a.NACK {
+						t.Fatalf("got an ACK %v, want a NACK", a.Ranges)
+					}
+					got = append(got, a.Ranges...)
 				}
-				if a := decodeAck(t, d); !a.NACK || !slices.Equal(a.Ranges, tc.nack) {
-					t.Errorf("NACK: got NACK=%v %v, want NACK=true %v", a.NACK, a.Ranges, tc.nack)
+				if !slices.Equal(got, tc.nack) {
+					t.Errorf("NACK: got %v, want %v", got, tc.nack)
 				}
 			}
 			// Only the delayed ACK is left.
@@ -708,5 +727,144 @@ func TestIdleTrimsFreeFrames(t *testing.T) {
 	drain(a.Layer, t0.Add(DefaultAckDelay+idleTrimAfter))
 	if len(a.free) != idleFreeFrames {
 		t.Errorf("free frames after the idle time: got %d, want %d", len(a.free), idleFreeFrames)
+	}
+}
+
+// TestNACKRepeated checks that a gap is NACKed again renackDelay, then
+// twice and four times that, after the first NACK, and then no more: a
+// lost NACK does not leave the gap to the sender's timeout.
+func TestNACKRepeated(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.Layer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
+	want := []wire.AckRange{{Start: 1, End: 2}}
+	at := t0.Add(minNACKDelay)
+	nacks := []time.Duration{0, renackDelay, renackDelay * 2, renackDelay * 4}
+	for i, wait := range nacks {
+		at = at.Add(wait)
+		if got := b.NextDeadline(at.Add(-time.Microsecond)); i > 0 && !got.Equal(at) && !got.Before(at) {
+			t.Fatalf("NACK %d: NextDeadline got %v, want %v", i, got.Sub(t0), at.Sub(t0))
+		}
+		var nack *wire.Ack
+		for d := b.AppendDatagram(nil, at); d != nil; d = b.AppendDatagram(nil, at) {
+			if a := decodeAck(t, d); a.NACK {
+				nack = &a
+			}
+		}
+		if nack == nil || !slices.Equal(nack.Ranges, want) {
+			t.Fatalf("NACK %d at %v: got %v, want %v", i, at.Sub(t0), nack, want)
+		}
+	}
+	for d := b.AppendDatagram(nil, at.Add(time.Second)); d != nil; d = b.AppendDatagram(nil, at.Add(time.Second)) {
+		if a := decodeAck(t, d); a.NACK {
+			t.Fatalf("after %d NACKs: got another %v", len(nacks), a.Ranges)
+		}
+	}
+	if got := b.Stats().NacksSent; got != uint64(len(nacks)) {
+		t.Errorf("NacksSent: got %d, want %d", got, len(nacks))
+	}
+}
+
+// TestRefusedDatagramsArePulled refuses datagrams for want of room, then
+// frees the room: the refused datagrams are NACKed, the one the channel
+// waits for at once and the others as room allows, so the sender resends
+// them now rather than at its timeout.
+func TestRefusedDatagramsArePulled(t *testing.T) {
+	const size = 1000
+	b := newTestPeer(t, Config{MaxOrderBytes: 4*size + 8*slotSize})
+	frame := func(rel, order uint32) wire.Frame {
+		return wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(order), Payload: make([]byte, size)}
+	}
+	// Messages 1..4 wait for message 0 and fill the queue; 5 and 6 are
+	// refused.
+	n := uint32(0)
+	for i := uint32(1); i <= 4; i++ {
+		mustHandle(t, b.Layer, t0, dataDatagram(n, frame(i, i)))
+		n++
+	}
+	handleRefused(t, b.Layer, t0, dataDatagram(4, frame(5, 5)), errOrderQueueFull)
+	handleRefused(t, b.Layer, t0, dataDatagram(5, frame(6, 6)), errOrderQueueFull)
+	if len(b.pulls) != 2 {
+		t.Fatalf("refusals remembered: got %d, want 2", len(b.pulls))
+	}
+	// No room: nothing is asked for again.
+	now := t0.Add(pullInterval)
+	for d := b.AppendDatagram(nil, now); d != nil; d = b.AppendDatagram(nil, now) {
+		if a := decodeAck(t, d); a.NACK {
+			t.Fatalf("got NACK %v with no room, want none", a.Ranges)
+		}
+	}
+	// Message 0 drains the queue: both refused datagrams are NACKed.
+	mustHandle(t, b.Layer, now, dataDatagram(6, frame(0, 0)))
+	if len(b.got) != 5 {
+		t.Fatalf("delivered: got %d, want 5", len(b.got))
+	}
+	now = now.Add(pullInterval)
+	var named []wire.AckRange
+	for d := b.AppendDatagram(nil, now); d != nil; d = b.AppendDatagram(nil, now) {
+		if a := decodeAck(t, d); a.NACK {
+			named = append(named, a.Ranges...)
+		}
+	}
+	if want := []wire.AckRange{{Start: 4, End: 5}}; !slices.Equal(named, want) {
+		t.Fatalf("NACKed: got %v, want %v", named, want)
+	}
+	if len(b.pulls) != 0 {
+		t.Errorf("refusals remembered after the pull: got %d, want 0", len(b.pulls))
+	}
+}
+
+// TestRefusalForTheNextMessageIsPulledAtOnce refuses a fragment of the
+// message its channel will wait for next while the queue has no room: it
+// is NACKed as soon as the channel waits for it, room or not.
+func TestRefusalForTheNextMessageIsPulledAtOnce(t *testing.T) {
+	const size = 1000
+	// Room for messages 2 and 3 (and the ring), one byte short of 1 too.
+	b := newTestPeer(t, Config{MaxOrderBytes: 3*size + 8*slotSize - 1})
+	frame := func(rel, order uint32) wire.Frame {
+		return wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(order), Payload: make([]byte, size)}
+	}
+	mustHandle(t, b.Layer, t0, dataDatagram(0, frame(2, 2)))
+	mustHandle(t, b.Layer, t0, dataDatagram(1, frame(3, 3)))
+	handleRefused(t, b.Layer, t0, dataDatagram(2, frame(1, 1)), errOrderQueueFull)
+	// Message 0 arrives: the queue is still full (2 and 3 wait for 1), but
+	// the channel now waits for 1, so its refused datagram is NACKed.
+	mustHandle(t, b.Layer, t0, dataDatagram(3, frame(0, 0)))
+	now := t0.Add(pullInterval)
+	var named []wire.AckRange
+	for d := b.AppendDatagram(nil, now); d != nil; d = b.AppendDatagram(nil, now) {
+		if a := decodeAck(t, d); a.NACK {
+			named = append(named, a.Ranges...)
+		}
+	}
+	if want := []wire.AckRange{{Start: 2, End: 2}}; !slices.Equal(named, want) {
+		t.Fatalf("NACKed: got %v, want %v", named, want)
+	}
+}
+
+// TestRefusalsBounded refuses more datagrams than are remembered: the
+// list stays within maxPulls and keeps those nearest to delivery.
+func TestRefusalsBounded(t *testing.T) {
+	const size, window = 1000, 100
+	b := newTestPeer(t, Config{MaxOrderBytes: window * size})
+	// Beyond the window for their size: refused, and remembered. The
+	// nearest comes last.
+	total := maxPulls + 100
+	for i := range total {
+		order := uint32(window + total - i)
+		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(i), OrderIndex: wire.Uint24(order), Payload: make([]byte, size)}
+		if err := b.HandleDatagram(t0, dataDatagram(uint32(i), f)); !errors.Is(err, errOrderQueueFull) {
+			t.Fatalf("datagram %d: got error %v, want %v", i, err, errOrderQueueFull)
+		}
+	}
+	if len(b.pulls) > maxPulls || len(b.pulls) == 0 {
+		t.Fatalf("refusals remembered: got %d, want 1 to %d", len(b.pulls), maxPulls)
+	}
+	nearest := uint64(1 << 63)
+	for _, r := range b.pulls {
+		nearest = min(nearest, r.order-absBase)
+	}
+	if nearest != window+1 {
+		t.Errorf("nearest refusal remembered: got order %d, want %d", nearest, window+1)
 	}
 }

@@ -7,7 +7,14 @@ import (
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
-var errOrderQueueFull = errors.New("ordering queue limit exceeded")
+var (
+	errOrderQueueFull = errors.New("ordering queue limit exceeded")
+	// errOrderFarAhead refuses a message too far ahead for its size: it
+	// could not be delivered before the queue filled.
+	errOrderFarAhead   = fmt.Errorf("%w: too far ahead for its size", errOrderQueueFull)
+	errRefuseOrderFull = fmt.Errorf("handle datagram: %w", errOrderQueueFull)
+	errRefuseFarAhead  = fmt.Errorf("handle datagram: %w", errOrderFarAhead)
+)
 
 // orderChannel is one of the 32 ordering channels on the receive side.
 type orderChannel struct {
@@ -141,8 +148,15 @@ func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size, held int) er
 		return nil
 	}
 	ahead := abs - c.expected
-	if ahead >= uint64(o.maxQueue) || o.bytes+held+size+o.growCost(c, ahead) > o.maxBytes {
-		return fmt.Errorf("handle datagram: %w", errOrderQueueFull)
+	// ahead*size: were every message before it as large, could the queue
+	// hold them all? A message too far ahead for its size is refused even
+	// while there is room, so room stays for those nearer the front,
+	// which are delivered sooner and free what they hold.
+	if ahead >= uint64(o.maxQueue) || ahead*uint64(max(size, 1)) > uint64(o.maxBytes) {
+		return errRefuseFarAhead
+	}
+	if o.bytes+held+size+o.growCost(c, ahead) > o.maxBytes {
+		return errRefuseOrderFull
 	}
 	return nil
 }
