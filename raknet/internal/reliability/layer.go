@@ -907,6 +907,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		l.dgramHigh = abs + 1
 	} else {
 		l.nacks.remove(abs)
+		for i := range l.renacks {
+			l.renacks[i].remove(abs)
+		}
 	}
 	var refused, firstErr error
 	refusedAt := 0

@@ -868,3 +868,25 @@ func TestRefusalsBounded(t *testing.T) {
 		t.Errorf("nearest refusal remembered: got order %d, want %d", nearest, window+1)
 	}
 }
+
+// TestNACKNotRepeatedAfterArrival checks that a datagram that arrives
+// after it was NACKed is not NACKed again: the repeat would make the
+// sender resend it, and report an unreliable receipt as lost.
+func TestNACKNotRepeatedAfterArrival(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.Layer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
+	at := t0.Add(minNACKDelay)
+	for d := b.AppendDatagram(nil, at); d != nil; d = b.AppendDatagram(nil, at) {
+	}
+	mustHandle(t, b.Layer, at, dataDatagram(1, reliableFrame(2, []byte{1})))
+	want := []wire.AckRange{{Start: 2, End: 2}}
+	for _, wait := range []time.Duration{renackDelay, renackDelay * 2, renackDelay * 4} {
+		at = at.Add(wait)
+		for d := b.AppendDatagram(nil, at); d != nil; d = b.AppendDatagram(nil, at) {
+			if a := decodeAck(t, d); a.NACK && !slices.Equal(a.Ranges, want) {
+				t.Fatalf("repeat at %v: got NACK %v, want %v", at.Sub(t0), a.Ranges, want)
+			}
+		}
+	}
+}
