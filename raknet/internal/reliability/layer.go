@@ -50,8 +50,9 @@ const (
 	maxNACKDelay = 20 * time.Millisecond
 	// maxNACKGap is the largest gap NACKed at once; larger gaps are left to
 	// the sender's timeout. A run of datagrams lost together (a full
-	// socket buffer) can be long, and a NACK names a run in one record.
-	maxNACKGap = wire.MaxAckNumbers
+	// socket buffer) can be long; a NACK names a run in one record, and
+	// one NACK can name this many.
+	maxNACKGap = maxAckNumbersSent
 	// A NACK is repeated nackRepeats times, renackDelay after it, then
 	// twice and four times that after each repeat.
 	nackRepeats = 3
@@ -1075,31 +1076,49 @@ func (l *Layer) pullRefused(now time.Time) {
 		return
 	}
 	l.pullAt = now.Add(pullInterval)
-	l.sortPulls()
 	room := l.room()
-	n := 0
-	for ; n < len(l.pulls); n++ {
-		r := &l.pulls[n]
-		if l.distance(r) > 0 {
-			// Fragments of one message are neighbours here: its room
-			// is counted once.
-			if n == 0 || !r.ordered || r.order != l.pulls[n-1].order || r.channel != l.pulls[n-1].channel {
-				room -= r.size
+	pulled := false
+	if room < l.cfg.MaxDatagram {
+		// No room: only what the channels wait for, found without
+		// sorting, which a full connection would otherwise pay for every
+		// interval.
+		k := 0
+		for _, r := range l.pulls {
+			if l.distance(&r) == 0 {
+				l.nacks.add(r.num)
+				pulled = true
+				continue
 			}
-			if room < 0 || n >= pullBatch {
-				break
-			}
+			l.pulls[k] = r
+			k++
 		}
-		l.nacks.add(r.num)
+		l.pulls = l.pulls[:k]
+	} else {
+		l.sortPulls()
+		n := 0
+		for ; n < len(l.pulls); n++ {
+			r := &l.pulls[n]
+			if l.distance(r) > 0 {
+				// Fragments of one message are neighbours here: its
+				// room is counted once.
+				if n == 0 || !r.ordered || r.order != l.pulls[n-1].order || r.channel != l.pulls[n-1].channel {
+					room -= r.size
+				}
+				if room < 0 || n >= pullBatch {
+					break
+				}
+			}
+			l.nacks.add(r.num)
+		}
+		l.pulls = l.pulls[:copy(l.pulls, l.pulls[n:])]
+		pulled = n > 0
 	}
-	if n == 0 {
-		return
-	}
-	l.pulls = l.pulls[:copy(l.pulls, l.pulls[n:])]
 	if len(l.pulls) == 0 && cap(l.pulls) > 64 {
 		l.pulls = nil
 	}
-	l.nackAt = now
+	if pulled {
+		l.nackAt = now
+	}
 }
 
 // nackDelay is how long a gap may stay open before it is NACKed: long
