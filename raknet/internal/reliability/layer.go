@@ -467,32 +467,41 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 			return l.appendNack(b, &l.renacks[i], i+1, now)
 		}
 	}
-	// Pending ACKs also leave early when a data datagram leaves now: they
-	// would follow in a moment anyway, and sending them together saves
-	// the connection a wake-up (an answered ping costs one pass, not two).
 	ackDue := l.ackCount >= ackNowThreshold || !now.Before(l.ackFirst.Add(l.cfg.AckDelay))
-	if !l.acks.empty() && (ackDue || l.hasData() && l.canSendData(now)) {
-		// Every range is acknowledged twice, in this ACK and the next, so
-		// one lost ACK does not make the peer resend what arrived. The
-		// peer ignores numbers it already saw acknowledged.
-		l.ackFresh = append(l.ackFresh[:0], l.acks.iv...)
-		for _, iv := range l.ackRepeat {
-			l.acks.addRange(iv.lo, iv.hi)
-		}
-		l.ackRepeat = append(l.ackRepeat[:0], l.ackFresh...)
-		b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf, nil)
-		l.stats.AcksSent++
-		if l.acks.empty() {
-			l.ackCount = 0
-		} else {
-			l.ackFirst = now
-		}
-		return l.countSent(b)
+	if !l.acks.empty() && ackDue {
+		return l.appendAck(b, now)
 	}
-	if !l.hasData() || !l.canSendData(now) {
-		return nil
+	if l.hasData() && l.canSendData(now) {
+		return l.countSent(l.appendData(b, now))
 	}
-	return l.countSent(l.appendData(b, now))
+	// Pending ACKs also leave early, right after a data datagram that left
+	// now: they would follow in a moment anyway, and sending them together
+	// saves the connection a wake-up (an answered ping costs one pass, not
+	// two). The data goes first, so an answer is not held up by the ACK.
+	if !l.acks.empty() && !l.lastSend.IsZero() && now.Equal(l.lastSend) {
+		return l.appendAck(b, now)
+	}
+	return nil
+}
+
+// appendAck appends an ACK of the pending datagram numbers.
+func (l *Layer) appendAck(b []byte, now time.Time) []byte {
+	// Every range is acknowledged twice, in this ACK and the next, so one
+	// lost ACK does not make the peer resend what arrived. The peer
+	// ignores numbers it already saw acknowledged.
+	l.ackFresh = append(l.ackFresh[:0], l.acks.iv...)
+	for _, iv := range l.ackRepeat {
+		l.acks.addRange(iv.lo, iv.hi)
+	}
+	l.ackRepeat = append(l.ackRepeat[:0], l.ackFresh...)
+	b = l.acks.appendAck(b, false, l.cfg.MaxDatagram, &l.ackBuf, nil)
+	l.stats.AcksSent++
+	if l.acks.empty() {
+		l.ackCount = 0
+	} else {
+		l.ackFirst = now
+	}
+	return l.countSent(b)
 }
 
 // appendNack appends a NACK of what set holds and hands what it named to
