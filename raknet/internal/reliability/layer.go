@@ -238,6 +238,15 @@ type Layer struct {
 	// that grows to seconds.
 	pulls  []refusal
 	pullAt time.Time // when pulls may next be NACKed
+	// While something waits for a missing datagram, a silence longer than
+	// probeWait after lastArrival sends a NACK of the numbers the peer
+	// uses next: a lost datagram that nothing followed leaves no gap to
+	// NACK, and some senders resend it only on a slow timeout. A sender
+	// ignores a NACK of numbers it has not used. probeWait doubles with
+	// each probe until a datagram arrives.
+	lastArrival time.Time
+	probeWait   time.Duration
+	probes      intervalSet // a probe's NACK, sent once
 	// ackRepeat holds the ranges of the last ACK, sent again with the
 	// next; ackFresh is scratch space.
 	ackRepeat, ackFresh []interval
@@ -287,6 +296,7 @@ func New(cfg Config, now time.Time) *Layer {
 	for i := range l.renacks {
 		l.renacks[i].max = maxAckIntervals
 	}
+	l.probes.max = 1
 	return l
 }
 
@@ -459,6 +469,7 @@ func (l *Layer) hasData() bool { return l.resend.len() > 0 || l.pending.len() > 
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
 	l.pullRefused(now)
+	l.probe(now)
 	if !l.nacks.empty() && !now.Before(l.nackAt) {
 		return l.appendNack(b, &l.nacks, 0, now)
 	}
@@ -466,6 +477,10 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 		if !l.renacks[i].empty() && !now.Before(l.renackAt[i]) {
 			return l.appendNack(b, &l.renacks[i], i+1, now)
 		}
+	}
+	if !l.probes.empty() {
+		// Probes repeat on their own backoff.
+		return l.appendNack(b, &l.probes, nackRepeats, now)
 	}
 	ackDue := l.ackCount >= ackNowThreshold || !now.Before(l.ackFirst.Add(l.cfg.AckDelay))
 	if !l.acks.empty() && ackDue {
@@ -691,6 +706,9 @@ func (l *Layer) NextDeadline(now time.Time) time.Time {
 	if len(l.pulls) > 0 {
 		earliest(l.pullAt)
 	}
+	if l.waiting() {
+		earliest(l.lastArrival.Add(l.probeDelay()))
+	}
 	if !l.acks.empty() {
 		earliest(l.ackFirst.Add(l.cfg.AckDelay))
 	}
@@ -884,6 +902,7 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.frameBuf = frames[:0]
 	defer clear(frames)
 	abs := unwrap(l.dgramHigh, h.Number)
+	l.lastArrival, l.probeWait = now, 0
 	if abs+datagramWindowSpan <= l.dgramHigh {
 		// Older than the window: it cannot be told apart from a duplicate,
 		// so it is dropped unacknowledged and its reliable frames come
@@ -1128,6 +1147,53 @@ func (l *Layer) pullRefused(now time.Time) {
 	if pulled {
 		l.nackAt = now
 	}
+}
+
+const (
+	// probeSpan is how many numbers past the highest received a probe
+	// names: the tail a sender's last burst may have lost.
+	probeSpan = 256
+	// maxProbeWait bounds the backoff between probes.
+	maxProbeWait = time.Second
+)
+
+// waiting reports whether received data waits for something missing: a
+// message in reassembly or behind a gap in an ordering queue, or refused
+// datagrams to ask for again.
+func (l *Layer) waiting() bool {
+	if len(l.asm.list) > 0 || len(l.pulls) > 0 {
+		return true
+	}
+	for i := range l.order.ch {
+		if l.order.ch[i].queued > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// probeDelay is how long after the last arrival the next probe is due:
+// twice the smoothed RTT (longer before a sample), at least 50 ms, then
+// doubling.
+func (l *Layer) probeDelay() time.Duration {
+	if l.probeWait == 0 {
+		return max(50*time.Millisecond, 2*l.rtt.smoothed())
+	}
+	return l.probeWait
+}
+
+// probe NACKs the numbers the peer uses next when a wait has gone silent.
+func (l *Layer) probe(now time.Time) {
+	if l.lastArrival.IsZero() || !l.waiting() {
+		return
+	}
+	wait := l.probeDelay()
+	if now.Before(l.lastArrival.Add(wait)) {
+		return
+	}
+	l.probes.addRange(l.dgramHigh, l.dgramHigh+probeSpan-1)
+	l.probeWait = min(2*wait, maxProbeWait)
+	l.lastArrival = now
 }
 
 // nackDelay is how long a gap may stay open before it is NACKed: long
