@@ -9,7 +9,7 @@
 //	for d := l.AppendDatagram(buf[:0], now); d != nil; d = l.AppendDatagram(buf[:0], now) {
 //		conn.WriteTo(d, addr)
 //	}
-//	timer.Reset(l.NextDeadline().Sub(now))
+//	timer.Reset(l.NextDeadline(now).Sub(now))
 //
 // Every sequence number is compared with wrap-aware u24 arithmetic and
 // every structure fed by the peer has a hard bound.
