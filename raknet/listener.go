@@ -117,6 +117,9 @@ type Listener struct {
 	// recent holds, until when, the peers that closed their connection:
 	// their data datagrams are still acknowledged (see lingerTime).
 	recent map[netip.AddrPort]time.Time
+	// recentOrder holds recent's entries in the order they were added,
+	// which is also the order they expire in, so expiry never scans.
+	recentOrder []recentEntry
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
 
@@ -527,6 +530,26 @@ func (l *Listener) established(c *Conn) {
 // maxRecent bounds Listener.recent.
 const maxRecent = 4096
 
+// recentEntry is an entry of Listener.recent, in recentOrder.
+type recentEntry struct {
+	addr  netip.AddrPort
+	until time.Time
+}
+
+// forgetRecent removes the oldest entry of recentOrder, and its peer from
+// recent unless it was added again since.
+func (l *Listener) forgetRecent() {
+	e := l.recentOrder[0]
+	if until, ok := l.recent[e.addr]; ok && until.Equal(e.until) {
+		delete(l.recent, e.addr)
+	}
+	l.recentOrder[0] = recentEntry{}
+	l.recentOrder = l.recentOrder[1:]
+	if len(l.recentOrder) == 0 {
+		l.recentOrder = nil
+	}
+}
+
 // removeConn forgets a closed connection. It runs after c.mu is released,
 // by the goroutine that closed c.
 func (l *Listener) removeConn(c *Conn) {
@@ -539,14 +562,11 @@ func (l *Listener) removeConn(c *Conn) {
 		return
 	}
 	now := time.Now()
-	if len(l.recent) >= maxRecent {
-		for k, until := range l.recent {
-			if !now.Before(until) {
-				delete(l.recent, k)
-			}
-		}
+	for len(l.recentOrder) > 0 && (!now.Before(l.recentOrder[0].until) || len(l.recent) >= maxRecent || len(l.recentOrder) >= 2*maxRecent) {
+		// Expired, or the oldest makes room: the table is bounded.
+		l.forgetRecent()
 	}
-	if len(l.recent) < maxRecent {
-		l.recent[c.raddr] = now.Add(lingerTime)
-	}
+	until := now.Add(lingerTime)
+	l.recent[c.raddr] = until
+	l.recentOrder = append(l.recentOrder, recentEntry{c.raddr, until})
 }

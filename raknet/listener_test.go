@@ -598,3 +598,44 @@ func TestIPv6MTUCountsHeader(t *testing.T) {
 		t.Fatalf("read: got %d bytes, %v, want %d", len(got), err, len(msg))
 	}
 }
+
+// TestRecentBounded closes more lingering connections than the listener
+// remembers: the table stays within maxRecent, keeps the newest, and
+// forgets entries once their lingerTime is over.
+func TestRecentBounded(t *testing.T) {
+	l, err := ListenConfig{}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	peer := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 19132)
+	}
+	for i := range maxRecent + 100 {
+		l.removeConn(&Conn{raddr: peer(i), lingering: true})
+	}
+	l.mu.Lock()
+	n, order := len(l.recent), len(l.recentOrder)
+	_, newest := l.recent[peer(maxRecent+99)]
+	_, oldest := l.recent[peer(0)]
+	l.mu.Unlock()
+	if n > maxRecent || order > 2*maxRecent {
+		t.Fatalf("recent: got %d entries (%d in order), want at most %d", n, order, maxRecent)
+	}
+	if !newest || oldest {
+		t.Errorf("recent: newest kept %v, oldest kept %v, want true, false", newest, oldest)
+	}
+	// Once lingerTime is over, the next removal sweeps the expired ones.
+	l.mu.Lock()
+	for i := range l.recentOrder {
+		l.recentOrder[i].until = time.Now().Add(-time.Millisecond)
+		l.recent[l.recentOrder[i].addr] = l.recentOrder[i].until
+	}
+	l.mu.Unlock()
+	l.removeConn(&Conn{raddr: peer(1 << 20), lingering: true})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.recent) != 1 || len(l.recentOrder) != 1 {
+		t.Errorf("after expiry: got %d entries (%d in order), want 1", len(l.recent), len(l.recentOrder))
+	}
+}
