@@ -352,7 +352,11 @@ func (l *Listener) handle(b []byte, ap netip.AddrPort, addr net.Addr) {
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
 		c := l.conns[k]
-		until, recent := l.recent[k]
+		var until time.Time
+		recent := false
+		if c == nil {
+			until, recent = l.recent[k]
+		}
 		l.mu.RUnlock()
 		now := time.Now()
 		if c != nil {
