@@ -1050,7 +1050,7 @@ func (l *Layer) admit(f *wire.Frame) error {
 	if waits {
 		// The whole message will need a place in the ordering queue when
 		// it completes ahead of its turn.
-		return l.order.admit(f.OrderChannel, f.OrderIndex, int(f.SplitCount)*len(f.Payload), l.asm.committed)
+		return l.order.admit(f.OrderChannel, f.OrderIndex, est, l.asm.committed)
 	}
 	return nil
 }
