@@ -50,6 +50,8 @@ const (
 	// backs off instead of the queue growing.
 	maxReadQueue      = 16384
 	maxReadQueueBytes = 64 << 20
+	// smallReadQueue is the read queue capacity kept once it drains.
+	smallReadQueue = 64
 	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes the MTU
 	// includes.
 	ipv4Overhead = 28
@@ -119,7 +121,7 @@ type Conn struct {
 
 	pc    net.PacketConn
 	udp   *net.UDPConn // pc as a UDPConn, for allocation-free writes
-	addr  net.Addr     // the peer as the socket reports it
+	addr  net.Addr     // the peer as the socket reports it; unused (may be nil) with udp
 	wap   netip.AddrPort
 	raddr netip.AddrPort // the peer, IPv4 unmapped
 	local net.Addr
@@ -127,7 +129,8 @@ type Conn struct {
 	guid  int64 // the peer's GUID
 	dial  bool
 
-	readQ     [][]byte
+	readQ     [][]byte // delivered messages; those from readHead on are unread
+	readHead  int
 	readBytes int
 	maxReadQ  int
 	maxReadB  int
@@ -419,7 +422,7 @@ func (c *Conn) onTimer() {
 
 // readFull reports whether the read queue is at its bound.
 func (c *Conn) readFull() bool {
-	return len(c.readQ) >= c.maxReadQ || c.readBytes >= c.maxReadB
+	return len(c.readQ)-c.readHead >= c.maxReadQ || c.readBytes >= c.maxReadB
 }
 
 // handle processes one datagram from the peer.
@@ -695,23 +698,30 @@ func (c *Conn) closeNow(err error, tell bool) {
 	c.unlock()
 }
 
-// deadline returns a timer channel for the deadline in p, reusing *t, or
-// nil without a deadline. expired reports a deadline already past.
-func deadline(p *atomic.Pointer[time.Time], t **time.Timer) (ch <-chan time.Time, expired bool) {
+// deadline returns how long is left until the deadline in p, 0 without
+// one; expired reports a deadline already past.
+func deadline(p *atomic.Pointer[time.Time]) (left time.Duration, expired bool) {
 	dl := p.Load()
 	if dl == nil || dl.IsZero() {
-		return nil, false
+		return 0, false
 	}
-	d := time.Until(*dl)
-	if d <= 0 {
-		return nil, true
+	left = time.Until(*dl)
+	return left, left <= 0
+}
+
+// timerFor returns a channel that fires after left, reusing *t, or nil
+// for no deadline (left 0). Callers take it only before they block, so
+// an operation that need not wait starts no timer.
+func timerFor(left time.Duration, t **time.Timer) <-chan time.Time {
+	if left <= 0 {
+		return nil
 	}
 	if *t == nil {
-		*t = time.NewTimer(d)
+		*t = time.NewTimer(left)
 	} else {
-		(*t).Reset(d)
+		(*t).Reset(left)
 	}
-	return (*t).C, false
+	return (*t).C
 }
 
 func stopTimer(t *time.Timer) {
@@ -727,17 +737,21 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	var timer *time.Timer
 	defer func() { stopTimer(timer) }()
 	for {
-		timeout, expired := deadline(&c.readDeadline, &timer)
+		left, expired := deadline(&c.readDeadline)
 		if expired {
 			return nil, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
-		if len(c.readQ) > 0 {
-			p := c.readQ[0]
-			c.readQ[0] = nil
-			c.readQ = c.readQ[1:]
-			if len(c.readQ) == 0 {
-				c.readQ = nil
+		if c.readHead < len(c.readQ) {
+			p := c.readQ[c.readHead]
+			c.readQ[c.readHead] = nil
+			c.readHead++
+			if c.readHead == len(c.readQ) {
+				// Drained: reuse the queue, unless a burst grew it.
+				c.readQ, c.readHead = c.readQ[:0], 0
+				if cap(c.readQ) > smallReadQueue {
+					c.readQ = nil
+				}
 			}
 			c.readBytes -= len(p)
 			c.mu.Unlock()
@@ -755,7 +769,7 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		c.mu.Unlock()
 		select {
 		case <-wait:
-		case <-timeout:
+		case <-timerFor(left, &timer):
 		}
 	}
 }
@@ -787,7 +801,7 @@ func (c *Conn) WriteWith(b []byte, r Reliability, channel uint8) (int, error) {
 	var timer *time.Timer
 	defer func() { stopTimer(timer) }()
 	for {
-		timeout, expired := deadline(&c.writeDeadline, &timer)
+		left, expired := deadline(&c.writeDeadline)
 		if expired {
 			return 0, c.opErr("write", os.ErrDeadlineExceeded)
 		}
@@ -816,7 +830,7 @@ func (c *Conn) WriteWith(b []byte, r Reliability, channel uint8) (int, error) {
 		c.unlock()
 		select {
 		case <-wait:
-		case <-timeout:
+		case <-timerFor(left, &timer):
 		}
 	}
 }

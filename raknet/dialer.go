@@ -374,7 +374,7 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 		_ = c.pc.Close()
 	}
 	c.start(now)
-	go dialReadLoop(pc, c, ap)
+	go dialReadLoop(pc, c, ap, r.buf)
 
 	c.mu.Lock()
 	req := wire.ConnectionRequest{ClientGUID: guid, Time: c.timestamp(now)}
@@ -403,12 +403,12 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 
 // dialReadLoop feeds a dialed connection from its own socket until the
 // socket closes (or, once the connection closed, a read fails), then
-// closes the connection and the socket and releases the connection.
-func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort) {
+// closes the connection and the socket and releases the connection. buf
+// is the handshake's read buffer, which it takes over.
+func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort, buf []byte) {
 	defer c.release()
 	defer pc.Close()
 	defer c.closeNow(net.ErrClosed, false)
-	buf := make([]byte, maxDatagramSize)
 	udp, _ := pc.(*net.UDPConn)
 	want := key(ap)
 	for {

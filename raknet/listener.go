@@ -136,9 +136,9 @@ func Listen(address string) (*Listener, error) {
 }
 
 // Listen opens a UDP socket on address and starts answering pings and
-// handshakes. An unspecified IPv4 host (0.0.0.0 or empty with an IPv4
-// literal) binds udp4 so replies to IPv4 peers are never IPv4-mapped;
-// an IPv6 host binds udp6.
+// handshakes. An IPv4 literal host (0.0.0.0 included) binds udp4, so
+// replies to IPv4 peers are never IPv4-mapped; an IPv6 literal binds
+// udp6; anything else (an empty host, a name) binds udp.
 func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	network := "udp"
 	if ap, err := netip.ParseAddrPort(address); err == nil {
@@ -491,9 +491,6 @@ func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k 
 		return
 	}
 	mtu := l.clampMTU(int(m.MTU))
-	if addr == nil {
-		addr = net.UDPAddrFromAddrPort(ap)
-	}
 	now := time.Now()
 	c := newConn(l.pc, addr, ap, mtu, l.connCfg, false, now)
 	c.guid = m.ClientGUID
