@@ -117,13 +117,13 @@ func (s *intervalSet) appendAck(b []byte, nack bool, limit int, scratch *wire.Ac
 	if written != nil {
 		for i, r := range scratch.Ranges[:n] {
 			lo := s.iv[i].lo
-			written.addRange(lo, lo+uint64(r.Start.Distance(r.End)))
+			written.addRange(lo, lo+uint64(r.Len())-1)
 		}
 	}
 	if cut && n == len(scratch.Ranges) {
 		// Keep the part of the last interval that was not written.
 		n--
-		s.iv[n].lo += uint64(scratch.Ranges[n].Start.Distance(scratch.Ranges[n].End)) + 1
+		s.iv[n].lo += uint64(scratch.Ranges[n].Len())
 	}
 	k := copy(s.iv, s.iv[n:])
 	s.iv = s.iv[:k]

@@ -68,8 +68,10 @@ const (
 	// sent was acknowledged idleTrimAfter ago.
 	idleFreeFrames = 2
 	idleTrimAfter  = time.Second
-	// freeFrameCap bounds the recycled frames a Layer keeps.
-	freeFrameCap = 256
+	// freeFrameCap bounds the recycled frames a Layer keeps: as many as
+	// may be in flight, so a steady stream reuses every frame an ACK
+	// frees (an idle Layer trims to idleFreeFrames).
+	freeFrameCap = sendReliableWindow
 	// maxSendSplits is the most split messages partly sent at once, below
 	// the 16 in progress that go-raknet and our receiver accept.
 	maxSendSplits = 8
@@ -204,7 +206,6 @@ type Layer struct {
 	buffered         int
 	sendNext         uint64 // next datagram number
 	sendOldest       uint64 // oldest datagram that may be in flight
-	largestAcked     uint64
 	sent             []sentDatagram
 	relNext          uint64
 	relAcked         seqWindow
@@ -836,9 +837,6 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 		l.rtt.update(newest)
 		l.rtt.notePeak(oldest)
 	}
-	if largest > l.largestAcked {
-		l.largestAcked = largest
-	}
 	if !a.NACK && largest != 0 {
 		// Fast resend: an older datagram still unacknowledged when a later
 		// one was acked is lost once it has been out clearly longer than a
@@ -849,9 +847,13 @@ func (l *Layer) handleAck(now time.Time, a *wire.Ack) {
 		threshold := now.Add(-max(srtt*9/8, srtt+2*l.rtt.rttvar, minReorderWindow))
 		for n := l.sendOldest; n < largest; n++ {
 			s := l.slot(n)
-			if s.inFlight && s.sentAt.Before(threshold) {
-				l.lose(n, s, now, true)
+			if !s.inFlight {
+				continue
 			}
+			if !s.sentAt.Before(threshold) {
+				break // numbered in send order: the rest are younger
+			}
+			l.lose(n, s, now, true)
 		}
 	}
 	l.advanceOldest()
@@ -870,7 +872,7 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.stats.BytesReceived += uint64(len(b))
 	if len(b) == 0 || b[0]&wire.FlagValid == 0 {
 		l.stats.Errors++
-		return errors.New("handle datagram: not a connected datagram")
+		return errNotConnected
 	}
 	if b[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
 		if _, err := l.ackBuf.Decode(b); err != nil {
@@ -988,6 +990,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.addAck(abs, now)
 	return firstErr
 }
+
+// errNotConnected is returned for a datagram without the valid flag.
+var errNotConnected = errors.New("handle datagram: not a connected datagram")
 
 // Refusals from admit. They are values, not built per frame: a peer that
 // ignores flow control can cause millions of them.

@@ -595,6 +595,55 @@ func TestReceiptIDs(t *testing.T) {
 	}
 }
 
+// cleanPath returns one step of the clean path between two layers (msgs
+// messages sent, packed, received and acknowledged), warmed up so that
+// rings, free lists and windows are at their steady size, and the
+// counters it keeps.
+func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
+	deliver := func([]byte) {}
+	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+	p := make([]byte, 100)
+	buf := make([]byte, 0, testMaxDatagram)
+	now := t0
+	datagrams = new(int)
+	op = func() {
+		now = now.Add(100 * time.Microsecond)
+		for range msgs {
+			if _, err := a.Send(now, p, wire.ReliableOrdered, 0); err != nil {
+				tb.Fatalf("Send: %v", err)
+			}
+		}
+		for d := a.AppendDatagram(buf[:0], now); d != nil; d = a.AppendDatagram(buf[:0], now) {
+			*datagrams++
+			if err := r.HandleDatagram(now, d); err != nil {
+				tb.Fatalf("HandleDatagram: %v", err)
+			}
+		}
+		for d := r.AppendDatagram(buf[:0], now); d != nil; d = r.AppendDatagram(buf[:0], now) {
+			if err := a.HandleDatagram(now, d); err != nil {
+				tb.Fatalf("HandleDatagram: %v", err)
+			}
+		}
+	}
+	for range 10_000 {
+		op()
+	}
+	*datagrams = 0
+	return op, datagrams, r
+}
+
+// TestCleanPathAllocs holds the clean path to zero allocations per step,
+// one message or ten.
+func TestCleanPathAllocs(t *testing.T) {
+	for _, msgs := range []int{1, 10} {
+		op, _, _ := cleanPath(t, msgs)
+		if n := testing.AllocsPerRun(1000, op); n != 0 {
+			t.Errorf("msgs=%d: got %v allocations per step, want 0", msgs, n)
+		}
+	}
+}
+
 // BenchmarkCleanPath measures one sender and one receiver on a lossless
 // path: each op sends msgs 100-byte messages that go out in one datagram,
 // which the receiver handles; its ACKs (every AckDelay or 32 datagrams) go
@@ -602,43 +651,13 @@ func TestReceiptIDs(t *testing.T) {
 func BenchmarkCleanPath(b *testing.B) {
 	for _, msgs := range []int{1, 10} {
 		b.Run(fmt.Sprintf("msgs=%d", msgs), func(b *testing.B) {
-			deliver := func([]byte) {}
-			a := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
-			r := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
-			p := make([]byte, 100)
-			buf := make([]byte, 0, testMaxDatagram)
-			now := t0
-			datagrams := 0
-			op := func() {
-				now = now.Add(100 * time.Microsecond)
-				for range msgs {
-					if _, err := a.Send(now, p, wire.ReliableOrdered, 0); err != nil {
-						b.Fatalf("Send: %v", err)
-					}
-				}
-				for d := a.AppendDatagram(buf[:0], now); d != nil; d = a.AppendDatagram(buf[:0], now) {
-					datagrams++
-					if err := r.HandleDatagram(now, d); err != nil {
-						b.Fatalf("HandleDatagram: %v", err)
-					}
-				}
-				for d := r.AppendDatagram(buf[:0], now); d != nil; d = r.AppendDatagram(buf[:0], now) {
-					if err := a.HandleDatagram(now, d); err != nil {
-						b.Fatalf("HandleDatagram: %v", err)
-					}
-				}
-			}
-			// Warm up: rings, free lists and windows reach their steady size.
-			for range 10_000 {
-				op()
-			}
-			datagrams = 0
+			op, datagrams, r := cleanPath(b, msgs)
 			b.ReportAllocs()
 			for b.Loop() {
 				op()
 			}
-			if datagrams != b.N {
-				b.Fatalf("sent %d datagrams in %d ops, want one per op", datagrams, b.N)
+			if *datagrams != b.N {
+				b.Fatalf("sent %d datagrams in %d ops, want one per op", *datagrams, b.N)
 			}
 			if got := r.Stats().MessagesDelivered; got != uint64(msgs*(b.N+10_000)) {
 				b.Fatalf("delivered %d messages, want %d", got, msgs*(b.N+10_000))

@@ -19,7 +19,7 @@ const (
 // 5/4 of the recent peak) with a floor, a
 // ceiling and exponential backoff.
 type rttStats struct {
-	srtt, rttvar, latest, minRTT time.Duration
+	srtt, rttvar, minRTT time.Duration
 	// peak follows the longest a recent ACK took for the oldest datagram
 	// it named, decaying by 1/8 per ACK.
 	peak      time.Duration
@@ -32,7 +32,6 @@ func (r *rttStats) update(sample time.Duration) {
 	if sample <= 0 {
 		sample = time.Microsecond
 	}
-	r.latest = sample
 	r.backoff = 0
 	if !r.hasSample {
 		r.hasSample = true

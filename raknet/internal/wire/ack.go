@@ -84,7 +84,7 @@ func (a *Ack) AppendLimit(b []byte, limit int) ([]byte, int) {
 		if r.End < r.Start {
 			rc = 2
 		}
-		count := int(r.Start.Distance(r.End)) + 1
+		count := int(r.Len())
 		if n > 0 && ((limit > 0 && size+rs > limit) || records+rc > MaxAckRecords || numbers+count > MaxAckNumbers) {
 			break
 		}
