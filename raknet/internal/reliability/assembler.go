@@ -16,6 +16,7 @@ type assembly struct {
 	bytes    int        // held: received fragments and a slot per part
 	est      int        // bytes when complete, estimated from the first fragment
 	started  time.Time  // when the latest new fragment arrived
+	idx      int        // position in assembler.list
 	header   wire.Frame // ordering fields shared by every fragment
 }
 
@@ -29,13 +30,16 @@ type assembler struct {
 	bytes int                  // held by every message in progress
 	// committed is what the messages in progress will hold when
 	// complete: each one's estimate, or what it holds if more.
-	committed  int
-	maxCount   uint32
-	maxConc    int
-	maxBytes   int
-	timeout    time.Duration
-	maxPart    int       // the largest fragment payload a datagram can carry
-	oldestNext time.Time // earliest expiry, zero when empty
+	committed int
+	maxCount  uint32
+	maxConc   int
+	maxBytes  int
+	timeout   time.Duration
+	maxPart   int // the largest fragment payload a datagram can carry
+	// oldestNext is no later than the earliest expiry, zero when empty.
+	// Progress only moves expiries later, so it is corrected by expire,
+	// not on every fragment.
+	oldestNext time.Time
 }
 
 // idleAssemblies is how many messages in progress the list and map may
@@ -74,13 +78,16 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 		m.header.Payload = nil
 		a.bytes += cost
 		a.committed += max(m.est, m.bytes)
+		m.idx = len(a.list)
 		a.list = append(a.list, m)
 		if a.byID == nil {
 			a.byID = make(map[uint16]*assembly)
 		}
 		a.byID[m.id] = m
 		a.peak = max(a.peak, len(a.list))
-		a.updateExpiry()
+		if t := now.Add(a.timeout); a.oldestNext.IsZero() || t.Before(a.oldestNext) {
+			a.oldestNext = t
+		}
 	}
 	if f.SplitCount != m.count {
 		return nil, errSplitShape
@@ -103,7 +110,6 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 		// so expiring a message that is still arriving (a large one on a
 		// slow or lossy link) would lose it for good.
 		m.started = now
-		a.updateExpiry()
 		return nil, nil
 	}
 	size := 0
@@ -141,37 +147,24 @@ func (a *assembler) reserveSlots() int { return max(1, a.maxConc/8) }
 func (a *assembler) reserveBytes() int { return a.maxBytes / 4 }
 
 // find returns the message in progress with split id, or nil.
-func (a *assembler) find(id uint16) *assembly {
-	if len(a.list) == 0 {
-		return nil
-	}
-	return a.byID[id]
-}
+func (a *assembler) find(id uint16) *assembly { return a.byID[id] }
 
+// remove drops m, moving the last message into its place.
 func (a *assembler) remove(m *assembly) {
-	for i, x := range a.list {
-		if x == m {
-			a.list = append(a.list[:i], a.list[i+1:]...)
-			break
-		}
-	}
+	last := a.list[len(a.list)-1]
+	a.list[m.idx], last.idx = last, m.idx
+	a.list[len(a.list)-1] = nil
+	a.list = a.list[:len(a.list)-1]
 	delete(a.byID, m.id)
-	if len(a.list) == 0 && a.peak > idleAssemblies {
-		// The burst is over: give back what it grew.
-		a.list, a.byID, a.peak = nil, nil, 0
+	if len(a.list) == 0 {
+		a.oldestNext = time.Time{}
+		if a.peak > idleAssemblies {
+			// The burst is over: give back what it grew.
+			a.list, a.byID, a.peak = nil, nil, 0
+		}
 	}
 	a.bytes -= m.bytes
 	a.committed -= max(m.est, m.bytes)
-	a.updateExpiry()
-}
-
-func (a *assembler) updateExpiry() {
-	a.oldestNext = time.Time{}
-	for _, x := range a.list {
-		if t := x.started.Add(a.timeout); a.oldestNext.IsZero() || t.Before(a.oldestNext) {
-			a.oldestNext = t
-		}
-	}
 }
 
 // expire drops partial messages that received no new fragment for the
@@ -181,13 +174,20 @@ func (a *assembler) expire(now time.Time) int {
 		return 0
 	}
 	n := 0
+	var next time.Time
 	for i := 0; i < len(a.list); {
-		if m := a.list[i]; !now.Before(m.started.Add(a.timeout)) {
-			a.remove(m)
+		m := a.list[i]
+		t := m.started.Add(a.timeout)
+		if !now.Before(t) {
+			a.remove(m) // the last moves to i
 			n++
 			continue
 		}
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
 		i++
 	}
+	a.oldestNext = next
 	return n
 }
