@@ -53,15 +53,13 @@ func run(path string) error {
 }
 
 // newLogger returns the logger the configuration asks for: human-readable
-// lines or JSON on stderr, at the given level (both checked by LoadConfig).
+// lines or JSON on stderr, at the given level (both checked by LoadConfig, so
+// the level parses).
 func newLogger(format, level string) zerolog.Logger {
 	var w io.Writer = os.Stderr
 	if format == "console" {
 		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
 	}
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil {
-		lvl = zerolog.InfoLevel
-	}
+	lvl, _ := zerolog.ParseLevel(level)
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

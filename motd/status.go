@@ -388,15 +388,16 @@ func (s Status) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkText reports the first character in v that Encode would change.
+// checkText reports the first character in v that Encode would change,
+// using sanitise itself so the two cannot disagree.
 func checkText(v string) error {
 	for i, r := range v {
 		switch {
-		case r == utf8.RuneError:
-			if _, size := utf8.DecodeRuneInString(v[i:]); size == 1 {
-				return fmt.Errorf("invalid UTF-8 at byte %d", i)
-			}
-		case r == ';' || r == '\\' || unicode.IsControl(r):
+		case sanitise(v, i, r) == r:
+			continue
+		case r == utf8.RuneError: // sanitise keeps a real U+FFFD
+			return fmt.Errorf("invalid UTF-8 at byte %d", i)
+		default:
 			return fmt.Errorf("contains %q at byte %d", r, i)
 		}
 	}

@@ -33,10 +33,6 @@ const (
 	maxTimeout = 5 * time.Minute
 )
 
-// PlayerPlaceholder is replaced by the player's name in
-// server.disconnect_message.
-const PlayerPlaceholder = "{player}"
-
 // configTemplate is the default config.toml, written by LoadConfig when the
 // file is missing. It is the single source of the defaults' text: the repo's
 // config.toml must equal it and DefaultUserConfig must equal what it decodes
@@ -137,7 +133,7 @@ type UserConfig struct {
 		// AcceptedProtocols lists the network protocols clients may use.
 		AcceptedProtocols []int `toml:"accepted_protocols"`
 		// DisconnectMessage is shown to disconnected players, with
-		// PlayerPlaceholder replaced by the player's name.
+		// session.PlayerPlaceholder replaced by the player's name.
 		DisconnectMessage string `toml:"disconnect_message"`
 		// ShutdownMessage is shown to every player when the server shuts
 		// down.
@@ -181,10 +177,6 @@ type Config struct {
 	// Log is the logger the server and its listeners write to. Nil means
 	// discard.
 	Log *zerolog.Logger
-	// LogLevel is the least severe level main should write.
-	LogLevel zerolog.Level
-	// LogFormat is "console" or "json"; main picks the writer from it.
-	LogFormat string
 
 	// Handler receives the events of every session. It is shared by all
 	// sessions, so it must be safe for concurrent use across them (see
@@ -231,8 +223,9 @@ type Config struct {
 	// AcceptedProtocols lists the network protocols clients may use; empty
 	// means Protocol alone.
 	AcceptedProtocols []int32
-	// DisconnectMessage is the template Disconnect fills in, shown by the
-	// default handler; empty means session.DefaultGateMessage.
+	// DisconnectMessage is shown by the default handler, with
+	// session.PlayerPlaceholder replaced by the player's name; empty means
+	// session.DefaultGateMessage.
 	DisconnectMessage string
 	// ShutdownMessage is shown to every session when the server shuts
 	// down; empty means DefaultShutdownMessage.
@@ -267,12 +260,6 @@ type Config struct {
 	listenPacket func(network, address string) (net.PacketConn, error)
 }
 
-// Disconnect returns DisconnectMessage with every PlayerPlaceholder replaced
-// by player.
-func (c Config) Disconnect(player string) string {
-	return strings.ReplaceAll(c.DisconnectMessage, PlayerPlaceholder, player)
-}
-
 // DefaultUserConfig returns the configuration config.toml holds when first
 // written: every key at its default.
 func DefaultUserConfig() UserConfig {
@@ -285,10 +272,10 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.Edition = string(motd.EditionBedrock)
 	uc.Server.GameMode = "Survival"
 	uc.Server.MaxPlayers = 20
-	uc.Server.Version = "1.26.50"
-	uc.Server.Protocol = 2193
-	uc.Server.AcceptedProtocols = []int{2193}
-	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + PlayerPlaceholder +
+	uc.Server.Version = session.CurrentVersion
+	uc.Server.Protocol = int(session.CurrentProtocol)
+	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + session.PlayerPlaceholder +
 		", have reached it, but there is no world here yet."
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.GUIDFile = "server_guid"
@@ -393,14 +380,9 @@ func keyError(key, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
 }
 
-// logLevels maps log.level values to zerolog levels.
-var logLevels = map[string]zerolog.Level{
-	"trace": zerolog.TraceLevel,
-	"debug": zerolog.DebugLevel,
-	"info":  zerolog.InfoLevel,
-	"warn":  zerolog.WarnLevel,
-	"error": zerolog.ErrorLevel,
-}
+// logLevels lists the log.level values accepted, each a name
+// zerolog.ParseLevel knows.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
 
 // gameModes lists the game mode names server.game_mode accepts.
 var gameModes = []string{"Survival", "Creative", "Adventure", "Spectator"}
@@ -462,8 +444,8 @@ func (uc UserConfig) Validate() error {
 	errs = append(errs, uc.checkMOTD()...)
 
 	// [log]
-	if _, ok := logLevels[uc.Log.Level]; !ok {
-		add("log.level", "%q is not one of trace, debug, info, warn, error", uc.Log.Level)
+	if !slices.Contains(logLevels, uc.Log.Level) {
+		add("log.level", "%q is not one of %s", uc.Log.Level, strings.Join(logLevels, ", "))
 	}
 	if f := uc.Log.Format; f != "console" && f != "json" {
 		add("log.format", "%q is not \"console\" or \"json\"", f)
@@ -548,8 +530,9 @@ func isVersion(v string) bool {
 	return len(parts) >= 2
 }
 
-// checkPlaceholders rejects any {…} in msg other than PlayerPlaceholder, so a
-// typo such as {name} is caught rather than shown to players.
+// checkPlaceholders rejects any {…} in msg other than
+// session.PlayerPlaceholder, so a typo such as {name} is caught rather than
+// shown to players.
 func checkPlaceholders(msg string) error {
 	for rest := msg; ; {
 		i := strings.IndexByte(rest, '{')
@@ -557,15 +540,15 @@ func checkPlaceholders(msg string) error {
 			return nil
 		}
 		rest = rest[i:]
-		if strings.HasPrefix(rest, PlayerPlaceholder) {
-			rest = rest[len(PlayerPlaceholder):]
+		if strings.HasPrefix(rest, session.PlayerPlaceholder) {
+			rest = rest[len(session.PlayerPlaceholder):]
 			continue
 		}
 		j := strings.IndexByte(rest, '}')
 		if j < 0 {
 			return nil // a lone '{' is text
 		}
-		return fmt.Errorf("unknown placeholder %q; only %s is supported", rest[:j+1], PlayerPlaceholder)
+		return fmt.Errorf("unknown placeholder %q; only %s is supported", rest[:j+1], session.PlayerPlaceholder)
 	}
 }
 
@@ -644,8 +627,6 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	}
 	c := Config{
 		Log:               log,
-		LogLevel:          logLevels[uc.Log.Level],
-		LogFormat:         uc.Log.Format,
 		AddressV4:         uc.Network.AddressV4,
 		AddressV6:         uc.Network.AddressV6,
 		LANDiscovery:      uc.Network.LANDiscovery,

@@ -257,8 +257,6 @@ func TestConfig(t *testing.T) {
 	}
 	want := Config{
 		Log:               &log,
-		LogLevel:          zerolog.InfoLevel,
-		LogFormat:         "console",
 		AddressV4:         "0.0.0.0:19132",
 		AddressV6:         "[::]:19133",
 		LANDiscovery:      true,
@@ -313,11 +311,6 @@ func TestConfigConversions(t *testing.T) {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"log level", func(uc *UserConfig) { uc.Log.Level = "warn" }, func(t *testing.T, c Config) {
-			if got, want := c.LogLevel, zerolog.WarnLevel; got != want {
-				t.Errorf("got %v, want %v", got, want)
-			}
-		}},
 		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c Config) {
 			if got, want := c.Edition, motd.EditionEducation; got != want {
 				t.Errorf("got %v, want %v", got, want)
@@ -350,20 +343,12 @@ func TestConfigRejectsInvalid(t *testing.T) {
 	}
 }
 
-func TestDisconnect(t *testing.T) {
-	tests := []struct {
-		msg, player, want string
-	}{
-		{DefaultUserConfig().Server.DisconnectMessage, "Steve",
-			"Basalt is a skeleton server: you, Steve, have reached it, but there is no world here yet."},
-		{"bye {player} {player}", "Alex", "bye Alex Alex"},
-		{"no placeholder", "Alex", "no placeholder"},
-		{"", "Alex", ""},
-	}
-	for _, tc := range tests {
-		c := Config{DisconnectMessage: tc.msg}
-		if got := c.Disconnect(tc.player); got != tc.want {
-			t.Errorf("Disconnect(%q) with %q: got %q, want %q", tc.player, tc.msg, got, tc.want)
+// TestLogLevelsParse checks every log.level Validate accepts is one
+// zerolog.ParseLevel knows, as main relies on.
+func TestLogLevelsParse(t *testing.T) {
+	for _, l := range logLevels {
+		if _, err := zerolog.ParseLevel(l); err != nil {
+			t.Errorf("ParseLevel(%q): got %v, want nil", l, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 )
@@ -18,8 +17,9 @@ const (
 	// batch.
 	maxPacketsPerBatch = 812
 	// maxPendingSize is how much framed packet data a session buffers before
-	// it flushes early, keeping outgoing batches well under the client's own
-	// decompression cap.
+	// it flushes early. A batch of several packets stays within about this
+	// size, but one packet is never split, so a single packet larger than the
+	// client's own decompression cap still yields a batch the client refuses.
 	maxPendingSize = 1 << 20
 	// maxRetainedBuffer is the largest buffer a codec keeps between batches;
 	// a bigger one is dropped after use so an idle session holds little.
@@ -41,7 +41,6 @@ type batchDecoder struct {
 	// they do once NetworkSettings has been sent.
 	compressed bool
 
-	br      bytes.Reader
 	buf     []byte
 	packets []Packet
 }
@@ -65,7 +64,7 @@ func (d *batchDecoder) decode(b []byte) ([]Packet, error) {
 		case compressionNone:
 			data = data[1:]
 		case compressionFlate:
-			d.buf, err = inflate(&d.br, d.buf, data[1:], d.maxSize)
+			d.buf, err = inflate(d.buf, data[1:], d.maxSize)
 			data = d.buf
 		case compressionSnappy:
 			d.buf, err = unsnappy(d.buf, data[1:], d.maxSize)
@@ -142,7 +141,6 @@ type batchEncoder struct {
 	pending []byte // framed packets: varuint32 length | header | payload
 	count   int    // packets in pending
 	out     []byte
-	aw      appendWriter
 }
 
 // add frames p onto the pending batch. The caller validates p and keeps count
@@ -169,7 +167,7 @@ func (e *batchEncoder) encode() ([]byte, error) {
 	case e.algorithm == compressionSnappy:
 		out, err = appendSnappy(append(out, byte(compressionSnappy)), e.pending)
 	default:
-		out, err = deflate(&e.aw, append(out, byte(compressionFlate)), e.pending)
+		out, err = deflate(append(out, byte(compressionFlate)), e.pending)
 	}
 	e.out = out
 	e.pending = e.pending[:0]

@@ -351,6 +351,43 @@ func TestDecodeBatchPayloadCapacity(t *testing.T) {
 	}
 }
 
+// TestBatchSteadyStateAllocs checks decoding and encoding a DEFLATE batch
+// allocate nothing once the codec's buffers and the flate pools are warm.
+func TestBatchSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	pks := benchPackets()
+	batch := clientBatch(t, deflated, pks...)
+	d := batchDecoder{maxSize: DefaultMaxDecompressedSize, compressed: true}
+	decode := func() {
+		if _, err := d.decode(batch); err != nil {
+			t.Fatal(err)
+		}
+		d.release()
+	}
+	e := batchEncoder{compressed: true, threshold: 1, algorithm: compressionFlate}
+	encode := func() {
+		for _, p := range pks {
+			e.add(p)
+		}
+		b, err := e.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[1] != byte(compressionFlate) {
+			t.Fatalf("got compression id %#02x, want %#02x", b[1], byte(compressionFlate))
+		}
+		e.release()
+	}
+	if n := testing.AllocsPerRun(100, decode); n != 0 {
+		t.Errorf("decode: got %v allocs per batch, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, encode); n != 0 {
+		t.Errorf("encode: got %v allocs per batch, want 0", n)
+	}
+}
+
 func FuzzDecodeBatch(f *testing.F) {
 	for _, b := range [][]byte{
 		unhex(f, "fe 06 c1 01 00 00 08 79"),

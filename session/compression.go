@@ -53,16 +53,36 @@ var errTooLarge = errors.New("decompressed size exceeds limit")
 
 // Flate state is large (hundreds of KiB for a writer), so it is pooled across
 // sessions rather than kept per session: thousands of idle sessions hold none.
+// Each pooled value owns the reader or writer the flate state is bound to, so
+// nothing in a pool points into a Session and a closed one can be collected.
 var (
-	flateReaders = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-	flateWriters = sync.Pool{New: func() any {
-		w, err := flate.NewWriter(io.Discard, flateLevel)
+	inflaters = sync.Pool{New: func() any {
+		f := new(inflater)
+		f.r = flate.NewReader(&f.br)
+		return f
+	}}
+	deflaters = sync.Pool{New: func() any {
+		f := new(deflater)
+		w, err := flate.NewWriter(&f.aw, flateLevel)
 		if err != nil {
 			panic(err) // flateLevel is a valid constant.
 		}
-		return w
+		f.w = w
+		return f
 	}}
 )
+
+// inflater is a pooled flate reader and the source it reads from.
+type inflater struct {
+	r  io.ReadCloser // reads from br
+	br bytes.Reader
+}
+
+// deflater is a pooled flate writer and the sink it writes to.
+type deflater struct {
+	w  *flate.Writer // writes to aw
+	aw appendWriter
+}
 
 // appendWriter is an io.Writer that appends to b, so a flate.Writer can
 // compress straight into a reused output buffer.
@@ -77,14 +97,14 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // inflate decompresses the raw DEFLATE stream src into dst[:0] and returns
 // the result. It reads at most limit+1 bytes, growing dst only as output
 // actually arrives, so a stream that expands beyond limit is refused having
-// allocated about limit bytes, never its full expansion. br is the caller's
-// reusable reader, so steady state allocates nothing.
-func inflate(br *bytes.Reader, dst, src []byte, limit int) ([]byte, error) {
-	r := flateReaders.Get().(io.ReadCloser)
-	defer flateReaders.Put(r)
-	br.Reset(src)
-	defer br.Reset(nil) // the pooled reader must not pin src
-	if err := r.(flate.Resetter).Reset(br, nil); err != nil {
+// allocated about limit bytes, never its full expansion. The flate state is
+// pooled, so steady state allocates nothing.
+func inflate(dst, src []byte, limit int) ([]byte, error) {
+	f := inflaters.Get().(*inflater)
+	defer inflaters.Put(f)
+	f.br.Reset(src)
+	defer f.br.Reset(nil) // the pooled reader must not pin src
+	if err := f.r.(flate.Resetter).Reset(&f.br, nil); err != nil {
 		return dst, fmt.Errorf("inflate: %w", err)
 	}
 	out := dst[:0]
@@ -93,7 +113,7 @@ func inflate(br *bytes.Reader, dst, src []byte, limit int) ([]byte, error) {
 			grow := min(max(2*cap(out), minInflateBuffer), limit+1)
 			out = slices.Grow(out, grow-len(out))
 		}
-		n, err := r.Read(out[len(out):cap(out)])
+		n, err := f.r.Read(out[len(out):cap(out)])
 		out = out[:len(out)+n]
 		if len(out) > limit {
 			return out[:0], fmt.Errorf("inflate: %w (%d bytes)", errTooLarge, limit)
@@ -107,21 +127,21 @@ func inflate(br *bytes.Reader, dst, src []byte, limit int) ([]byte, error) {
 	}
 }
 
-// deflate appends the raw DEFLATE compression of src to dst. aw is the
-// caller's reusable writer, so steady state allocates nothing.
-func deflate(aw *appendWriter, dst, src []byte) ([]byte, error) {
-	w := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(w)
-	aw.b = dst
-	defer func() { aw.b = nil }() // the pooled writer must not pin dst
-	w.Reset(aw)
-	if _, err := w.Write(src); err != nil {
+// deflate appends the raw DEFLATE compression of src to dst. The flate state
+// is pooled, so steady state allocates nothing.
+func deflate(dst, src []byte) ([]byte, error) {
+	f := deflaters.Get().(*deflater)
+	defer deflaters.Put(f)
+	f.aw.b = dst
+	defer func() { f.aw.b = nil }() // the pooled writer must not pin dst
+	f.w.Reset(&f.aw)
+	if _, err := f.w.Write(src); err != nil {
 		return dst, fmt.Errorf("deflate: %w", err)
 	}
-	if err := w.Close(); err != nil {
+	if err := f.w.Close(); err != nil {
 		return dst, fmt.Errorf("deflate: %w", err)
 	}
-	return aw.b, nil
+	return f.aw.b, nil
 }
 
 // unsnappy decodes the Snappy block src into dst's storage. The block states

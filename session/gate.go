@@ -5,9 +5,14 @@ import (
 	"strings"
 )
 
+// PlayerPlaceholder is replaced by the player's display name in
+// GateHandler's disconnect message.
+const PlayerPlaceholder = "{player}"
+
 // DefaultGateMessage is the disconnect message GateHandler shows unless
-// configured otherwise. "{player}" is replaced by the player's display name.
-const DefaultGateMessage = "Hello {player}! This Basalt server has no world yet."
+// configured otherwise. PlayerPlaceholder is replaced by the player's display
+// name.
+const DefaultGateMessage = "Hello " + PlayerPlaceholder + "! This Basalt server has no world yet."
 
 // DefaultCompressionThreshold is the smallest batch GateHandler has both
 // sides compress unless configured otherwise, in bytes.
@@ -26,8 +31,8 @@ type GateHandler struct {
 	// AcceptedProtocols lists the client protocols let through. Empty means
 	// CurrentProtocol alone.
 	AcceptedProtocols []int32
-	// Message is the disconnect message; "{player}" in it is replaced by the
-	// display name. Empty means DefaultGateMessage.
+	// Message is the disconnect message; PlayerPlaceholder in it is
+	// replaced by the display name. Empty means DefaultGateMessage.
 	Message string
 	// CompressionThreshold is announced in NetworkSettings: batches this
 	// size or larger are compressed. Zero means DefaultCompressionThreshold.
@@ -92,5 +97,5 @@ func (g GateHandler) message(name string) string {
 	if m == "" {
 		m = DefaultGateMessage
 	}
-	return strings.ReplaceAll(m, "{player}", name)
+	return strings.ReplaceAll(m, PlayerPlaceholder, name)
 }
