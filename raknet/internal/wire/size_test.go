@@ -20,3 +20,22 @@ func TestFixedSizes(t *testing.T) {
 		}
 	}
 }
+
+// MaxFrameHeaderSize is the largest header any frame encodes with: the
+// reliability layer sizes its fragments by it.
+func TestMaxFrameHeaderSize(t *testing.T) {
+	largest := 0
+	for r := range Reliability(8) {
+		for _, split := range []bool{false, true} {
+			f := Frame{Reliability: r, Split: split, SplitCount: 2, Payload: []byte{1}}
+			got := len(f.Append(nil)) - len(f.Payload)
+			if got != FrameHeaderSize(r, split) {
+				t.Errorf("%v split=%v: encodes a %d-byte header, FrameHeaderSize says %d", r, split, got, FrameHeaderSize(r, split))
+			}
+			largest = max(largest, got)
+		}
+	}
+	if largest != MaxFrameHeaderSize {
+		t.Errorf("largest frame header: got %d bytes, MaxFrameHeaderSize is %d", largest, MaxFrameHeaderSize)
+	}
+}
