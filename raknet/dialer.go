@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -126,28 +127,29 @@ func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error)
 	}
 	start := time.Now()
 	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
-	for {
+	send := func() error {
 		ping := wire.UnconnectedPing{Time: time.Since(start).Milliseconds(), ClientGUID: guid}
-		if _, err := pc.WriteTo(ping.Append(nil), ua); err != nil {
-			return nil, opErr(err)
-		}
-		deadline := time.Now().Add(pingRetry)
-		for {
-			b, err := r.next(ctx, deadline, ua)
-			if err != nil {
-				if retryable(ctx, err) {
-					break
-				}
-				return nil, opErr(err)
-			}
-			var pong wire.UnconnectedPong
-			if b[0] == wire.IDUnconnectedPong {
-				if _, err := pong.Decode(b); err == nil {
-					return slices.Clone(pong.Data), nil
-				}
-			}
-		}
+		_, err := pc.WriteTo(ping.Append(nil), ua)
+		return err
 	}
+	var data []byte
+	handle := func(b []byte) (bool, error) {
+		var pong wire.UnconnectedPong
+		if b[0] != wire.IDUnconnectedPong {
+			return false, nil
+		}
+		if _, err := pong.Decode(b); err != nil {
+			return false, nil
+		}
+		data = slices.Clone(pong.Data)
+		return true, nil
+	}
+	// Pings go out every pingRetry until ctx ends, which ends the
+	// exchange with its error.
+	if _, err := r.exchange(ctx, ua, math.MaxInt, pingRetry, send, handle); err != nil {
+		return nil, opErr(err)
+	}
+	return data, nil
 }
 
 // DialContext connects to a RakNet server: it probes the MTU, completes the
