@@ -93,6 +93,32 @@ const (
 	stateClosed
 )
 
+// newConnConfig fills in the defaults for what a Listener or Dialer was
+// configured with.
+func newConnConfig(timeout, pingInterval, closeTimeout time.Duration, log zerolog.Logger, lim limits) connConfig {
+	return connConfig{
+		timeout:        orDefault(timeout, DefaultTimeout),
+		pingInterval:   orDefault(pingInterval, DefaultPingInterval),
+		closeTimeout:   orDefault(closeTimeout, DefaultCloseTimeout),
+		log:            log,
+		readQueue:      lim.readQueue,
+		readQueueBytes: lim.readQueueBytes,
+		sendBuffer:     lim.sendBuffer,
+	}
+}
+
+// tuneSocket raises a UDP socket's kernel buffers, so bursts from many
+// peers do not overflow them (failing to is harmless), and returns it as
+// a *net.UDPConn, nil for other sockets.
+func tuneSocket(pc net.PacketConn) *net.UDPConn {
+	udp, ok := pc.(*net.UDPConn)
+	if ok {
+		_ = udp.SetReadBuffer(socketBuffer)
+		_ = udp.SetWriteBuffer(socketBuffer)
+	}
+	return udp
+}
+
 // connConfig is what a Conn takes from its Listener or Dialer.
 type connConfig struct {
 	timeout, pingInterval, closeTimeout time.Duration

@@ -96,10 +96,7 @@ func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if udp, ok := pc.(*net.UDPConn); ok {
-		_ = udp.SetReadBuffer(socketBuffer)
-		_ = udp.SetWriteBuffer(socketBuffer)
-	}
+	tuneSocket(pc)
 	return pc, ua, nil
 }
 
@@ -354,15 +351,7 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 	if d.Log != nil {
 		log = d.Log.With().Str("src", "raknet").Str("raddr", ap.String()).Logger()
 	}
-	cfg := connConfig{
-		timeout:        orDefault(d.Timeout, DefaultTimeout),
-		pingInterval:   orDefault(d.PingInterval, DefaultPingInterval),
-		closeTimeout:   orDefault(d.CloseTimeout, DefaultCloseTimeout),
-		log:            log,
-		readQueue:      d.limits.readQueue,
-		readQueueBytes: d.limits.readQueueBytes,
-		sendBuffer:     d.limits.sendBuffer,
-	}
+	cfg := newConnConfig(d.Timeout, d.PingInterval, d.CloseTimeout, log, d.limits)
 	now := time.Now()
 	c := newConn(pc, ua, ap, mtu, cfg, true, now)
 	c.guid = reply2.ServerGUID

@@ -188,23 +188,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		_, _ = rand.Read(b[:])
 		l.id = int64(binary.BigEndian.Uint64(b[:]) >> 1)
 	}
-	l.udp, _ = pc.(*net.UDPConn)
-	if l.udp != nil {
-		// Bursts from many clients should not overflow the kernel queue;
-		// failing to raise it is harmless.
-		_ = l.udp.SetReadBuffer(socketBuffer)
-		_ = l.udp.SetWriteBuffer(socketBuffer)
-	}
-	l.connCfg = connConfig{
-		timeout:        orDefault(lc.Timeout, DefaultTimeout),
-		pingInterval:   orDefault(lc.PingInterval, DefaultPingInterval),
-		closeTimeout:   orDefault(lc.CloseTimeout, DefaultCloseTimeout),
-		log:            l.log,
-		dropped:        &l.dropped,
-		readQueue:      lc.limits.readQueue,
-		readQueueBytes: lc.limits.readQueueBytes,
-		sendBuffer:     lc.limits.sendBuffer,
-	}
+	l.udp = tuneSocket(pc)
+	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
+	l.connCfg.dropped = &l.dropped
 	empty := []byte{}
 	l.pong.Store(&empty)
 	l.wg.Add(1)
