@@ -432,13 +432,9 @@ func (c *Conn) onTimer() {
 		}
 	case stateClosing:
 		if !now.Before(c.closeBy) {
-			if !c.notified {
-				// The peer never acknowledged everything: tell it once,
-				// at once, before going.
-				c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
-				c.flush(now)
-			}
-			c.finish(net.ErrClosed)
+			// The peer never acknowledged everything: unless it was told
+			// already, tell it at once before going.
+			c.abort(net.ErrClosed, !c.notified)
 			return
 		}
 	}
@@ -493,7 +489,10 @@ func (c *Conn) handle(b []byte, now time.Time) {
 			// tell the peer, so it has delivered all of it first.
 			c.notifyPeer(now)
 		} else {
-			c.flush(now)
+			// Nothing resends what leaves now: ACKs still held back go
+			// with the final copies.
+			c.layer.AckNow()
+			c.flushFinal(now)
 			c.finish(net.ErrClosed)
 			return
 		}
