@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -569,5 +570,23 @@ func TestPingedConnectionSendsNoPings(t *testing.T) {
 	}
 	if lat := client.Latency(); lat <= 0 {
 		t.Errorf("client latency: got %v, want > 0 from the pongs", lat)
+	}
+}
+
+// TestNoGoroutinePerConnection opens connections to one listener: the
+// listener side adds no goroutine per connection, so the process grows by
+// the dialer's one reader per dialed socket and no more.
+func TestNoGoroutinePerConnection(t *testing.T) {
+	checkGoroutines(t)
+	l := listenTest(t, ListenConfig{})
+	const n = 16
+	before := runtime.NumGoroutine()
+	for range n {
+		dialTest(t, Dialer{}, l)
+	}
+	// Timers run their callbacks in short-lived goroutines; allow a few.
+	grown := runtime.NumGoroutine() - before
+	if grown > n+4 {
+		t.Errorf("%d connections added %d goroutines, want at most %d (one dialer reader each)", n, grown, n+4)
 	}
 }
