@@ -1,10 +1,8 @@
 package raknet
 
 import (
-	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +17,8 @@ import (
 type Reliability uint8
 
 // The RakNet reliabilities. The WithAckReceipt variants travel as their
-// plain counterparts.
+// plain counterparts; written with Conn.WriteReceipt, the connection's
+// receipt function learns whether each arrived.
 const (
 	Unreliable Reliability = iota
 	UnreliableSequenced
@@ -52,17 +51,13 @@ const (
 	maxReadQueueBytes = 64 << 20
 	// smallReadQueue is the read queue capacity kept once it drains.
 	smallReadQueue = 64
-	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes the MTU
-	// includes.
-	ipv4Overhead = 28
-	ipv6Overhead = 48
-	// maxPingRTT bounds a plausible connected ping round trip.
-	maxPingRTT = time.Minute
-	// lingerTime is how long datagrams from a peer that closed the
-	// connection are still acknowledged (without state), as TCP's
-	// TIME_WAIT: a peer whose earlier ACKs were lost resends data we
-	// already have, and would otherwise wait out its close timeout.
-	lingerTime = time.Second
+	// finalCopies is how many times the last datagrams of a connection
+	// are written: nothing resends them once it is gone, so the peer would
+	// wait out its close timeout (for the ACK of its
+	// DisconnectionNotification) or its peer timeout (for ours) if the
+	// only copy were lost. The receiver drops the duplicates by datagram
+	// number.
+	finalCopies = 3
 )
 
 // Stats are a connection's counters and estimates.
@@ -84,6 +79,14 @@ type Stats struct {
 	Deferred          uint64  // data datagrams refused while the read queue was full
 }
 
+// Receipt is the fate of a message written with Conn.WriteReceipt: Acked
+// when the peer acknowledged all of it, false when an unreliable one was
+// lost.
+type Receipt struct {
+	ID    uint32
+	Acked bool
+}
+
 type connState uint8
 
 const (
@@ -92,6 +95,19 @@ const (
 	stateClosing
 	stateClosed
 )
+
+func (s connState) String() string {
+	switch s {
+	case stateHandshake:
+		return "handshake"
+	case stateConnected:
+		return "connected"
+	case stateClosing:
+		return "closing"
+	default:
+		return "closed"
+	}
+}
 
 // newConnConfig fills in the defaults for what a Listener or Dialer was
 // configured with.
@@ -107,16 +123,11 @@ func newConnConfig(timeout, pingInterval, closeTimeout time.Duration, log zerolo
 	}
 }
 
-// tuneSocket raises a UDP socket's kernel buffers, so bursts from many
-// peers do not overflow them (failing to is harmless), and returns it as
-// a *net.UDPConn, nil for other sockets.
-func tuneSocket(pc net.PacketConn) *net.UDPConn {
-	udp, ok := pc.(*net.UDPConn)
-	if ok {
-		_ = udp.SetReadBuffer(socketBuffer)
-		_ = udp.SetWriteBuffer(socketBuffer)
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
 	}
-	return udp
+	return d
 }
 
 // connConfig is what a Conn takes from its Listener or Dialer.
@@ -139,20 +150,20 @@ type connConfig struct {
 // reader that owns the socket, writes by the writer's goroutine, and timers
 // (ACK flush, resend, pacing, keepalive, timeout) by one time.Timer armed
 // for the earliest deadline, so an idle connection wakes only to ping.
+// Whoever drives it builds datagrams under its lock and writes them once
+// the lock is released.
 type Conn struct {
 	mu    sync.Mutex
 	layer *reliability.Layer
+	ctl   control
 	state connState
 	cfg   connConfig
 
-	pc    net.PacketConn
-	udp   *net.UDPConn // pc as a UDPConn, for allocation-free writes
-	addr  net.Addr     // the peer as the socket reports it; unused (may be nil) with udp
-	wap   netip.AddrPort
+	ep    *endpoint
+	wap   netip.AddrPort // the peer as the socket reports it
 	raddr netip.AddrPort // the peer, IPv4 unmapped
-	local net.Addr
 	mtu   int
-	guid  int64 // the peer's GUID
+	guid  int64 // the peer's GUID; set before the Conn is shared
 	dial  bool
 
 	readQ     [][]byte // delivered messages; those from readHead on are unread
@@ -178,7 +189,6 @@ type Conn struct {
 
 	timer    *time.Timer
 	timerAt  time.Time
-	created  time.Time
 	lastRecv time.Time
 	// lastSent is when a datagram last left. A connection pings only after
 	// a ping interval with nothing sent: any datagram (a pong to the peer's
@@ -186,56 +196,56 @@ type Conn struct {
 	// busy or pinged connection sends no keepalive of its own.
 	lastSent time.Time
 	closeBy  time.Time
-	// pingSent and pingStamp identify the latest connected ping, so its
-	// pong gives an exact round trip.
-	pingSent  time.Time
-	pingStamp int64
-	latency   atomic.Int64
-	wakeups   atomic.Uint64
-	dropped   uint64
-	deferred  uint64
-	remove    bool
+	latency  atomic.Int64
+	wakeups  atomic.Uint64
+	dropped  uint64
+	deferred uint64
+	errLog   int
 	// notified is set once DisconnectionNotification was queued by Close.
 	notified bool
-	errLog   int
+	// Set while the layer delivers, acted on once it returns, so the
+	// datagram that carried them is in the ACK set first.
+	peerClosed, justEstablished bool
+
+	// out holds the datagrams built under mu; unlock writes them.
+	out *outbox
+	// receipts holds receipts learned under mu; unlock reports them to
+	// onReceipt.
+	receipts  []Receipt
+	onReceipt atomic.Pointer[func(Receipt)]
+	// remove is set when the connection closed under mu: unlock runs
+	// onClose.
+	remove bool
 
 	// onEstablished runs with c.mu held once the handshake completes (it
 	// must not block); onClose runs without c.mu once the connection is
 	// closed.
 	onEstablished func(*Conn)
 	onClose       func(*Conn)
-	// reply2 is the OpenConnectionReply2 sent for this connection and
-	// accepted the ConnectionRequestAccepted message, both resent as they
-	// are when a retried request arrives.
-	reply2   []byte
-	accepted []byte
+	// reply2 is the OpenConnectionReply2 sent for this connection, sent
+	// again as it is when a retried request arrives.
+	reply2 []byte
 }
 
 var _ net.Conn = (*Conn)(nil)
 
 // newConn returns a connection in the handshake state. Its timer is not
 // armed until start, so the caller may finish setting it up.
-func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg connConfig, dial bool, now time.Time) *Conn {
-	raddr := netip.AddrPortFrom(wap.Addr().Unmap(), wap.Port())
-	overhead := ipv4Overhead
-	if !raddr.Addr().Is4() {
-		overhead = ipv6Overhead
-	}
+func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial bool, now time.Time) *Conn {
+	raddr := key(wap)
 	c := &Conn{
 		cfg:         cfg,
-		pc:          pc,
-		addr:        addr,
+		ep:          ep,
 		wap:         wap,
 		raddr:       raddr,
-		local:       pc.LocalAddr(),
 		mtu:         mtu,
 		dial:        dial,
+		ctl:         newControl(dial, raddr, now),
 		maxReadQ:    maxReadQueue,
 		maxReadB:    maxReadQueueBytes,
 		closed:      make(chan struct{}),
 		released:    make(chan struct{}),
 		established: make(chan struct{}),
-		created:     now,
 		lastRecv:    now,
 		lastSent:    now,
 	}
@@ -245,10 +255,10 @@ func newConn(pc net.PacketConn, addr net.Addr, wap netip.AddrPort, mtu int, cfg 
 	if cfg.readQueueBytes > 0 {
 		c.maxReadB = cfg.readQueueBytes
 	}
-	c.udp, _ = pc.(*net.UDPConn)
 	c.layer = reliability.New(reliability.Config{
-		MaxDatagram:   mtu - overhead,
+		MaxDatagram:   mtu - overhead(raddr),
 		Deliver:       c.deliver,
+		Receipt:       c.receipt,
 		MaxSendBuffer: cfg.sendBuffer,
 	}, now)
 	return c
@@ -263,19 +273,39 @@ func (c *Conn) start(now time.Time) {
 	c.mu.Unlock()
 }
 
-// unlock releases c.mu and, if the connection was closed while it was
-// held, runs the close callback and releases the connection.
+// unlock releases c.mu, then writes the datagrams built while it was
+// held, reports receipts and, if the connection was closed meanwhile, runs
+// the close callback and releases the connection. No syscall and no
+// callback runs under c.mu.
 func (c *Conn) unlock() {
+	out := c.out
+	c.out = nil
+	var receipts []Receipt
+	if len(c.receipts) > 0 {
+		receipts = c.receipts
+		c.receipts = nil
+	}
 	rm := c.remove
 	c.remove = false
+	lingering := c.lingering
 	c.mu.Unlock()
+	if out != nil {
+		c.send(out)
+	}
+	if receipts != nil {
+		if f := c.onReceipt.Load(); f != nil {
+			for _, r := range receipts {
+				(*f)(r)
+			}
+		}
+	}
 	if !rm {
 		return
 	}
 	if c.onClose != nil {
 		c.onClose(c)
 	}
-	if !c.dial || c.lingering {
+	if !c.dial || lingering {
 		// A dialed connection is otherwise released by its read loop,
 		// which ends once onClose closed the socket. A lingering one
 		// keeps reading for lingerTime but holds nothing of the caller's.
@@ -285,17 +315,6 @@ func (c *Conn) unlock() {
 
 // release closes c.released once.
 func (c *Conn) release() { c.releaseOnce.Do(func() { close(c.released) }) }
-
-// appendAckFor appends an ACK of data datagram b to dst, or returns nil
-// if b is not a data datagram.
-func appendAckFor(dst, b []byte) []byte {
-	var h wire.DatagramHeader
-	if _, err := h.Decode(b); err != nil {
-		return nil
-	}
-	a := wire.Ack{Ranges: []wire.AckRange{{Start: h.Number, End: h.Number}}}
-	return a.Append(dst)
-}
 
 // wake closes *ch, waking everyone waiting on it.
 func wake(ch *chan struct{}) {
@@ -321,61 +340,40 @@ func (c *Conn) drop() {
 	}
 }
 
-// write sends one datagram to the peer.
-func (c *Conn) write(b []byte) {
-	var err error
-	if c.udp != nil {
-		_, err = c.udp.WriteToUDPAddrPort(b, c.wap)
-	} else {
-		_, err = c.pc.WriteTo(b, c.addr)
-	}
-	if err != nil && c.errLog < 3 {
-		c.errLog++
-		c.cfg.log.Debug().Err(err).Msg("write datagram")
+// receipt records a receipt from the layer; unlock reports it.
+func (c *Conn) receipt(id uint32, acked bool) {
+	if c.onReceipt.Load() != nil {
+		c.receipts = append(c.receipts, Receipt{ID: id, Acked: acked})
 	}
 }
 
-// datagramBuffers holds the buffers datagrams are built in. Connections
-// borrow one per flush instead of keeping their own, so an idle connection
-// holds no MTU-sized buffer.
-var datagramBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, MaxMTU)
-	return &b
-}}
+// flush builds every datagram the layer allows now into c.out.
+func (c *Conn) flush(now time.Time) { c.flushCopies(now, 1) }
 
-// flush writes every datagram the layer allows now.
-func (c *Conn) flush(now time.Time) {
-	c.flushCopies(now, 1)
+// flushFinal builds every datagram the layer allows now, ACKs held back
+// included, to be written finalCopies times.
+func (c *Conn) flushFinal(now time.Time) {
+	c.layer.AckNow()
+	c.flushCopies(now, finalCopies)
 }
 
-// flushCopies writes every datagram the layer allows now, each copies
-// times.
+// flushCopies builds every datagram the layer allows now into c.out, each
+// to be written copies times.
 func (c *Conn) flushCopies(now time.Time, copies int) {
-	bp := datagramBuffers.Get().(*[]byte)
-	defer datagramBuffers.Put(bp)
 	for {
+		bp := datagramBuffers.Get().(*[]byte)
 		d := c.layer.AppendDatagram((*bp)[:0], now)
 		if d == nil {
+			datagramBuffers.Put(bp)
 			return
 		}
 		*bp = d
-		for range copies {
-			c.write(d)
+		if c.out == nil {
+			c.out = outboxes.Get().(*outbox)
 		}
+		c.out.add(bp, copies)
 		c.lastSent = now
 	}
-}
-
-// finalCopies is how many times the last datagrams of a connection are
-// written: nothing resends them once it is gone, so the peer would wait
-// out its close timeout (for the ACK of its DisconnectionNotification) or
-// its peer timeout (for ours) if the only copy were lost. The receiver
-// drops the duplicates by datagram number.
-const finalCopies = 3
-
-// flushFinal writes every datagram the layer allows now finalCopies times.
-func (c *Conn) flushFinal(now time.Time) {
-	c.flushCopies(now, finalCopies)
 }
 
 // arm sets the timer to the earliest deadline. A timer that would fire
@@ -392,7 +390,7 @@ func (c *Conn) arm(now time.Time) {
 	}
 	switch c.state {
 	case stateHandshake:
-		earliest(c.created.Add(c.cfg.timeout))
+		earliest(c.ctl.created.Add(c.cfg.timeout))
 	case stateConnected:
 		earliest(c.lastRecv.Add(c.cfg.timeout))
 		earliest(c.lastSent.Add(c.cfg.pingInterval))
@@ -418,7 +416,7 @@ func (c *Conn) onTimer() {
 	c.timerAt = time.Time{}
 	switch c.state {
 	case stateHandshake:
-		if !now.Before(c.created.Add(c.cfg.timeout)) {
+		if !now.Before(c.ctl.created.Add(c.cfg.timeout)) {
 			c.finish(closedBy(ErrPeerTimeout))
 			return
 		}
@@ -428,7 +426,8 @@ func (c *Conn) onTimer() {
 			return
 		}
 		if !now.Before(c.lastSent.Add(c.cfg.pingInterval)) {
-			c.sendPing(now)
+			c.lastSent = now
+			c.sendControl(now, c.ctl.ping(now))
 		}
 	case stateClosing:
 		if !now.Before(c.closeBy) {
@@ -452,14 +451,6 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.state == stateClosed {
-		if c.lingering {
-			bp := datagramBuffers.Get().(*[]byte)
-			if ack := appendAckFor((*bp)[:0], b); ack != nil {
-				*bp = ack
-				c.write(ack)
-			}
-			datagramBuffers.Put(bp)
-		}
 		return
 	}
 	c.lastRecv = now
@@ -477,6 +468,19 @@ func (c *Conn) handle(b []byte, now time.Time) {
 			c.cfg.log.Debug().Err(err).Msg("drop datagram")
 		}
 	}
+	if c.justEstablished {
+		c.justEstablished = false
+		c.establish()
+	}
+	if c.peerClosed {
+		// The datagram that carried DisconnectionNotification is in the
+		// ACK set by now: acknowledge it in this pass, so the peer's Close
+		// returns without waiting for a resend.
+		c.flushFinal(now)
+		c.lingering = true
+		c.finish(closedBy(ErrPeerClosed))
+		return
+	}
 	if c.state == stateClosed {
 		return
 	}
@@ -491,7 +495,6 @@ func (c *Conn) handle(b []byte, now time.Time) {
 		} else {
 			// Nothing resends what leaves now: ACKs still held back go
 			// with the final copies.
-			c.layer.AckNow()
 			c.flushFinal(now)
 			c.finish(net.ErrClosed)
 			return
@@ -505,149 +508,61 @@ func (c *Conn) handle(b []byte, now time.Time) {
 // everything written before it.
 func (c *Conn) notifyPeer(now time.Time) {
 	c.notified = true
-	c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.ReliableOrdered)
+	c.sendControl(now, disconnect(true))
 }
 
 // deliver receives every message the layer delivers, in order, with c.mu
-// held. Control messages are answered here; the rest is queued for Read.
+// held. The control protocol answers its messages; the rest is queued for
+// Read.
 func (c *Conn) deliver(msg []byte) {
-	if c.state == stateClosed || len(msg) == 0 {
+	if c.state == stateClosed || c.peerClosed {
 		return
 	}
 	now := c.lastRecv
-	switch msg[0] {
-	case wire.IDConnectedPing:
-		var m wire.ConnectedPing
-		if _, err := m.Decode(msg); err != nil {
-			c.drop()
-			return
-		}
-		pong := wire.ConnectedPong{PingTime: m.Time, PongTime: c.timestamp(now)}
-		var b [wire.ConnectedPongSize]byte
-		c.sendControl(now, pong.Append(b[:0]), wire.Unreliable)
-		return
-	case wire.IDConnectedPong:
-		var m wire.ConnectedPong
-		if _, err := m.Decode(msg); err != nil {
-			c.drop()
-			return
-		}
-		c.onPong(m.PingTime, now)
-		return
-	case wire.IDDetectLostConnections:
-		c.sendPing(now)
-		return
-	case wire.IDDisconnectionNotification:
-		c.layer.AckNow()
-		c.flushFinal(now)
-		c.lingering = true
-		c.finish(closedBy(ErrPeerClosed))
-		return
-	case wire.IDConnectionRequest:
-		if !c.dial {
-			c.handleConnectionRequest(msg, now)
-		}
-		return
-	case wire.IDConnectionRequestAccepted:
+	ev, replies := c.ctl.handle(msg, now)
+	for _, r := range replies {
+		c.sendControl(now, r)
+	}
+	switch ev {
+	case evMalformed:
+		c.drop()
+	case evEstablished:
+		c.justEstablished = true
 		if c.dial {
-			c.handleConnectionAccepted(msg, now)
+			c.lastSent = now
 		}
-		return
-	case wire.IDNewIncomingConnection:
-		if !c.dial && c.state == stateHandshake {
-			// Its addresses are informational: a NIC that names another
-			// address (NAT, port forwarding) or does not parse still
-			// completes the handshake.
-			c.establish()
+	case evPeerClosed:
+		c.peerClosed = true
+	case evData:
+		if c.state == stateClosing {
+			return
 		}
-		return
+		// Messages that overtake NewIncomingConnection (a client that
+		// sends it on another channel) wait in the queue for the
+		// handshake.
+		c.readQ = append(c.readQ, append([]byte(nil), msg...))
+		c.readBytes += len(msg)
+		wake(&c.readWait)
 	}
-	if c.state == stateClosing {
-		return
+	if c.ctl.latency > 0 {
+		c.latency.Store(int64(c.ctl.latency))
 	}
-	// Messages that overtake NewIncomingConnection (a client that sends
-	// it on another channel) wait in the queue for the handshake.
-	c.readQ = append(c.readQ, append([]byte(nil), msg...))
-	c.readBytes += len(msg)
-	wake(&c.readWait)
 }
 
-// onPong takes a round-trip sample from a connected pong.
-func (c *Conn) onPong(stamp int64, now time.Time) {
-	var rtt time.Duration
-	if stamp == c.pingStamp && !c.pingSent.IsZero() {
-		rtt = now.Sub(c.pingSent)
-	} else {
-		rtt = time.Duration(c.timestamp(now)-stamp) * time.Millisecond
-	}
-	if rtt < 0 || rtt > maxPingRTT {
-		return
-	}
-	rtt = max(rtt, time.Microsecond)
-	if prev := time.Duration(c.latency.Load()); prev > 0 {
-		rtt = (7*prev + rtt) / 8
-	}
-	c.latency.Store(int64(rtt))
-}
-
-// sendControl queues a control message; Send copies b, so callers encode
-// into buffers on their stack.
-func (c *Conn) sendControl(now time.Time, b []byte, r wire.Reliability) {
-	if _, err := c.layer.Send(now, b, r, 0); err != nil && c.errLog < 3 {
+// sendControl queues a control message; Send copies it.
+func (c *Conn) sendControl(now time.Time, r ctlReply) {
+	if _, err := c.layer.Send(now, r.b, r.rel, 0); err != nil && c.errLog < 3 {
 		// Only a full send buffer refuses one; the peer is not reading.
 		c.errLog++
 		c.cfg.log.Debug().Err(err).Msg("queue control message")
 	}
 }
 
-// timestamp returns now as RakNet's millisecond clock for this connection.
-func (c *Conn) timestamp(now time.Time) int64 { return now.Sub(c.created).Milliseconds() }
-
-func (c *Conn) sendPing(now time.Time) {
-	c.lastSent = now
-	c.pingSent, c.pingStamp = now, c.timestamp(now)
-	ping := wire.ConnectedPing{Time: c.pingStamp}
-	var b [wire.ConnectedPingSize]byte
-	c.sendControl(now, ping.Append(b[:0]), wire.Unreliable)
-}
-
-// handleConnectionRequest answers 0x09 with 0x10; a retried request gets
-// the same reply.
-func (c *Conn) handleConnectionRequest(msg []byte, now time.Time) {
-	if c.accepted == nil {
-		var m wire.ConnectionRequest
-		if _, err := m.Decode(msg); err != nil {
-			c.drop()
-			return
-		}
-		c.guid = m.ClientGUID
-		acc := wire.ConnectionRequestAccepted{ClientAddr: c.raddr, RequestTime: m.Time, AcceptTime: c.timestamp(now)}
-		acc.SystemAddrs.N = wire.MaxSystemAddresses
-		c.accepted = acc.Append(nil)
-	}
-	c.sendControl(now, c.accepted, wire.ReliableOrdered)
-}
-
-// handleConnectionAccepted completes a dialed handshake.
-func (c *Conn) handleConnectionAccepted(msg []byte, now time.Time) {
+// establish marks the handshake complete.
+func (c *Conn) establish() {
 	if c.state != stateHandshake {
 		return
 	}
-	var m wire.ConnectionRequestAccepted
-	if _, err := m.Decode(msg); err != nil {
-		c.drop()
-		return
-	}
-	nic := wire.NewIncomingConnection{ServerAddr: c.raddr, PingTime: m.AcceptTime, PongTime: c.timestamp(now)}
-	nic.SystemAddrs.N = wire.MaxSystemAddresses
-	var b [640]byte
-	c.sendControl(now, nic.Append(b[:0]), wire.ReliableOrdered)
-	c.sendPing(now)
-	c.establish()
-}
-
-// establish marks the handshake complete.
-func (c *Conn) establish() {
 	c.state = stateConnected
 	close(c.established)
 	if c.onEstablished != nil {
@@ -679,8 +594,7 @@ func (c *Conn) abort(err error, tell bool) {
 	}
 	if tell {
 		now := time.Now()
-		c.sendControl(now, []byte{wire.IDDisconnectionNotification}, wire.Unreliable)
-		c.layer.AckNow()
+		c.sendControl(now, disconnect(false))
 		c.flushFinal(now)
 	}
 	c.finish(err)
@@ -722,222 +636,3 @@ func (c *Conn) closeNow(err error, tell bool) {
 	c.abort(err, tell)
 	c.unlock()
 }
-
-// deadline returns how long is left until the deadline in p, 0 without
-// one; expired reports a deadline already past.
-func deadline(p *atomic.Pointer[time.Time]) (left time.Duration, expired bool) {
-	dl := p.Load()
-	if dl == nil || dl.IsZero() {
-		return 0, false
-	}
-	left = time.Until(*dl)
-	return left, left <= 0
-}
-
-// timerFor returns a channel that fires after left, reusing *t, or nil
-// for no deadline (left 0). Callers take it only before they block, so
-// an operation that need not wait starts no timer.
-func timerFor(left time.Duration, t **time.Timer) <-chan time.Time {
-	if left <= 0 {
-		return nil
-	}
-	if *t == nil {
-		*t = time.NewTimer(left)
-	} else {
-		(*t).Reset(left)
-	}
-	return (*t).C
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
-}
-
-// ReadPacket returns the next message from the peer. It blocks until one
-// arrives, the read deadline passes or the connection closes. Messages
-// that arrived before the peer closed are still returned.
-func (c *Conn) ReadPacket() ([]byte, error) {
-	var timer *time.Timer
-	defer func() { stopTimer(timer) }()
-	for {
-		left, expired := deadline(&c.readDeadline)
-		if expired {
-			return nil, c.opErr("read", os.ErrDeadlineExceeded)
-		}
-		c.mu.Lock()
-		if c.readHead < len(c.readQ) {
-			p := c.readQ[c.readHead]
-			c.readQ[c.readHead] = nil
-			c.readHead++
-			if c.readHead == len(c.readQ) {
-				// Drained: reuse the queue, unless a burst grew it.
-				c.readQ, c.readHead = c.readQ[:0], 0
-				if cap(c.readQ) > smallReadQueue {
-					c.readQ = nil
-				}
-			}
-			c.readBytes -= len(p)
-			c.mu.Unlock()
-			return p, nil
-		}
-		if c.state == stateClosed || c.state == stateClosing {
-			err := c.closeErr
-			if err == nil {
-				err = net.ErrClosed
-			}
-			c.mu.Unlock()
-			return nil, c.opErr("read", err)
-		}
-		wait := waitOn(&c.readWait)
-		c.mu.Unlock()
-		select {
-		case <-wait:
-		case <-timerFor(left, &timer):
-		}
-	}
-}
-
-// Read reads one message into b. A message larger than b is an error
-// (ErrBufferTooSmall) and is discarded.
-func (c *Conn) Read(b []byte) (int, error) {
-	p, err := c.ReadPacket()
-	if err != nil {
-		return 0, err
-	}
-	if len(p) > len(b) {
-		return 0, c.opErr("read", ErrBufferTooSmall)
-	}
-	return copy(b, p), nil
-}
-
-// Write sends b as one ReliableOrdered message on channel 0.
-func (c *Conn) Write(b []byte) (int, error) {
-	return c.WriteWith(b, ReliableOrdered, 0)
-}
-
-// WriteWith sends b as one message with reliability r on ordering channel
-// channel (0-31). b is copied. When the send buffer is full it blocks until
-// the peer acknowledges enough data, the write deadline passes or the
-// connection closes: a writer that outruns the link is slowed, never
-// buffered without bound.
-func (c *Conn) WriteWith(b []byte, r Reliability, channel uint8) (int, error) {
-	var timer *time.Timer
-	defer func() { stopTimer(timer) }()
-	for {
-		left, expired := deadline(&c.writeDeadline)
-		if expired {
-			return 0, c.opErr("write", os.ErrDeadlineExceeded)
-		}
-		c.mu.Lock()
-		if c.state != stateConnected {
-			err := c.closeErr
-			if err == nil || c.state == stateClosing {
-				err = net.ErrClosed
-			}
-			c.unlock()
-			return 0, c.opErr("write", err)
-		}
-		now := time.Now()
-		_, err := c.layer.Send(now, b, wire.Reliability(r), channel)
-		if err == nil {
-			c.flush(now)
-			c.arm(now)
-			c.unlock()
-			return len(b), nil
-		}
-		if !errors.Is(err, reliability.ErrSendBufferFull) {
-			c.unlock()
-			return 0, c.opErr("write", err)
-		}
-		wait := waitOn(&c.writeWait)
-		c.unlock()
-		select {
-		case <-wait:
-		case <-timerFor(left, &timer):
-		}
-	}
-}
-
-func (c *Conn) opErr(op string, err error) error {
-	return &net.OpError{Op: op, Net: "raknet", Source: c.local, Addr: c.RemoteAddr(), Err: err}
-}
-
-// LocalAddr returns the local socket address.
-func (c *Conn) LocalAddr() net.Addr { return c.local }
-
-// RemoteAddr returns the peer's address (IPv4 peers as IPv4).
-func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.raddr) }
-
-// SetDeadline sets the read and write deadlines.
-func (c *Conn) SetDeadline(t time.Time) error {
-	_ = c.SetReadDeadline(t)
-	return c.SetWriteDeadline(t)
-}
-
-// SetReadDeadline sets the deadline for ReadPacket and Read, including
-// calls already blocked; the zero time means none.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.readDeadline.Store(&t)
-	c.mu.Lock()
-	wake(&c.readWait)
-	c.mu.Unlock()
-	return nil
-}
-
-// SetWriteDeadline sets the deadline for a Write blocked on a full send
-// buffer, including calls already blocked; the zero time means none.
-func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.writeDeadline.Store(&t)
-	c.mu.Lock()
-	wake(&c.writeWait)
-	c.mu.Unlock()
-	return nil
-}
-
-// Latency returns the round-trip time measured by connected pings
-// (smoothed), or the reliability layer's smoothed RTT before the first
-// pong.
-func (c *Conn) Latency() time.Duration {
-	if l := c.latency.Load(); l > 0 {
-		return time.Duration(l)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.layer.RTT()
-}
-
-// MTU returns the negotiated MTU, IP and UDP headers included.
-func (c *Conn) MTU() int { return c.mtu }
-
-// GUID returns the peer's RakNet GUID (its self-chosen id; not an identity).
-func (c *Conn) GUID() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.guid
-}
-
-// Stats returns the connection's counters.
-func (c *Conn) Stats() Stats {
-	c.mu.Lock()
-	s := c.layer.Stats()
-	dropped, deferred := c.dropped, c.deferred
-	c.mu.Unlock()
-	st := Stats{
-		RTT: s.SRTT, RTTVar: s.RTTVar,
-		DatagramsSent: s.DatagramsSent, DatagramsReceived: s.DatagramsReceived,
-		BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
-		MessagesSent: s.MessagesSent, MessagesReceived: s.MessagesDelivered,
-		Resends: s.FramesResent, DatagramsLost: s.DatagramsLost,
-		Window: s.Window, InFlight: s.InFlight, Buffered: s.Buffered,
-		Dropped: dropped, Deferred: deferred,
-	}
-	if data := s.DatagramsSent - s.AcksSent - s.NacksSent; data > 0 {
-		st.Loss = float64(s.DatagramsLost) / float64(data)
-	}
-	return st
-}
-
-// Done returns a channel closed when the connection is closed.
-func (c *Conn) Done() <-chan struct{} { return c.closed }

@@ -560,10 +560,10 @@ func TestPingedConnectionSendsNoPings(t *testing.T) {
 	client, server := dialTest(t, Dialer{PingInterval: 30 * time.Millisecond}, l)
 	time.Sleep(600 * time.Millisecond)
 	server.mu.Lock()
-	serverPinged := !server.pingSent.IsZero()
+	serverPinged := !server.ctl.pingSent.IsZero()
 	server.mu.Unlock()
 	client.mu.Lock()
-	clientPinged := !client.pingSent.IsZero()
+	clientPinged := !client.ctl.pingSent.IsZero()
 	client.mu.Unlock()
 	if serverPinged || !clientPinged {
 		t.Errorf("pings sent: server %v, client %v, want false, true", serverPinged, clientPinged)

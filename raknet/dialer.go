@@ -2,14 +2,9 @@ package raknet
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"math"
 	"net"
 	"net/netip"
-	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -25,8 +20,6 @@ const (
 	dialAttempts = 3
 	// dialRetry is the wait between handshake attempts.
 	dialRetry = 500 * time.Millisecond
-	// pingRetry is the wait between unconnected pings.
-	pingRetry = 250 * time.Millisecond
 	// defaultDialTimeout bounds Dial and Ping without a context deadline.
 	defaultDialTimeout = 10 * time.Second
 )
@@ -67,25 +60,17 @@ func Ping(ctx context.Context, address string) ([]byte, error) {
 	return d.PingContext(ctx, address)
 }
 
-// randomGUID returns a random negative client GUID: vanilla clients send
-// negative ones and some servers (go-raknet) refuse the others.
-func randomGUID() int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return int64(binary.BigEndian.Uint64(b[:]) | 1<<63)
-}
-
 // open resolves address and opens a socket for it.
-func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
+func (d Dialer) open(address string) (*endpoint, netip.AddrPort, error) {
 	ua, err := net.ResolveUDPAddr("udp", address)
 	if err != nil {
-		return nil, nil, err
+		return nil, netip.AddrPort{}, err
 	}
 	// Work with the unmapped form throughout: ResolveUDPAddr returns
 	// IPv4 addresses in 16-byte form.
-	ua = net.UDPAddrFromAddrPort(key(ua.AddrPort()))
+	ap := key(ua.AddrPort())
 	network, local := "udp4", "0.0.0.0:0"
-	if ua.IP.To4() == nil {
+	if !ap.Addr().Is4() {
 		network, local = "udp6", "[::]:0"
 	}
 	listen := d.ListenPacket
@@ -94,10 +79,18 @@ func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
 	}
 	pc, err := listen(network, local)
 	if err != nil {
-		return nil, nil, err
+		return nil, netip.AddrPort{}, err
 	}
-	tuneSocket(pc)
-	return pc, ua, nil
+	return newEndpoint(pc), ap, nil
+}
+
+// withDefaultTimeout bounds ctx by defaultDialTimeout unless it has a
+// deadline.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultDialTimeout)
 }
 
 // PingContext sends unconnected pings until a pong from address arrives or
@@ -105,272 +98,130 @@ func (d Dialer) open(address string) (net.PacketConn, *net.UDPAddr, error) {
 // is returned as the server sent it, with or without a valid length
 // prefix.
 func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultDialTimeout)
-		defer cancel()
-	}
-	pc, ua, err := d.open(address)
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	ep, ap, err := d.open(address)
 	if err != nil {
 		return nil, &net.OpError{Op: "ping", Net: "raknet", Err: err}
 	}
-	defer pc.Close()
-	opErr := func(err error) error {
-		return &net.OpError{Op: "ping", Net: "raknet", Source: pc.LocalAddr(), Addr: ua, Err: err}
-	}
-	guid := d.GUID
-	if guid == 0 {
-		guid = randomGUID()
-	}
-	start := time.Now()
-	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
-	send := func() error {
-		ping := wire.UnconnectedPing{Time: time.Since(start).Milliseconds(), ClientGUID: guid}
-		_, err := pc.WriteTo(ping.Append(nil), ua)
-		return err
-	}
-	var data []byte
-	handle := func(b []byte) (bool, error) {
-		var pong wire.UnconnectedPong
-		if b[0] != wire.IDUnconnectedPong {
-			return false, nil
+	defer ep.close()
+	pongs, err := discover(ctx, ep, []netip.AddrPort{ap}, d.GUID, 1)
+	if len(pongs) == 0 {
+		if err == nil {
+			err = ctx.Err()
 		}
-		if _, err := pong.Decode(b); err != nil {
-			return false, nil
-		}
-		data = slices.Clone(pong.Data)
-		return true, nil
+		return nil, &net.OpError{Op: "ping", Net: "raknet", Source: ep.local, Addr: net.UDPAddrFromAddrPort(ap), Err: err}
 	}
-	// Pings go out every pingRetry until ctx ends, which ends the
-	// exchange with its error.
-	if _, err := r.exchange(ctx, ua, math.MaxInt, pingRetry, send, handle); err != nil {
-		return nil, opErr(err)
-	}
-	return data, nil
+	return pongs[0].Data, nil
 }
 
 // DialContext connects to a RakNet server: it probes the MTU, completes the
 // offline and connected handshakes and returns the connection. ctx bounds
 // the handshake only.
 func (d Dialer) DialContext(ctx context.Context, address string) (*Conn, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultDialTimeout)
-		defer cancel()
-	}
-	pc, ua, err := d.open(address)
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	ep, ap, err := d.open(address)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "raknet", Err: err}
 	}
-	c, err := d.handshake(ctx, pc, ua)
+	c, err := d.handshake(ctx, ep, ap)
 	if err != nil {
-		_ = pc.Close()
-		return nil, &net.OpError{Op: "dial", Net: "raknet", Source: pc.LocalAddr(), Addr: ua, Err: err}
+		ep.close()
+		return nil, &net.OpError{Op: "dial", Net: "raknet", Source: ep.local, Addr: net.UDPAddrFromAddrPort(ap), Err: err}
 	}
 	return c, nil
 }
 
-// offlineReader reads offline replies from the server during the
-// handshake.
-type offlineReader struct {
-	pc  net.PacketConn
-	buf []byte
+// dialPeer routes what a dialed socket reads: offline datagrams from the
+// server to the handshake while it runs, data to the connection once it
+// exists, stale data to the after-close table once it is gone.
+type dialPeer struct {
+	server  netip.AddrPort
+	offline chan []byte // copies of offline datagrams; the handshake reads them
+	conn    atomic.Pointer[Conn]
 }
 
-// next returns the next non-empty datagram from the server before
-// deadline or ctx's deadline, whichever comes first.
-func (r *offlineReader) next(ctx context.Context, deadline time.Time, from *net.UDPAddr) ([]byte, error) {
-	ctxDeadline := false
-	if dl, ok := ctx.Deadline(); ok && !dl.After(deadline) {
-		deadline, ctxDeadline = dl, true
-	}
-	_ = r.pc.SetReadDeadline(deadline)
-	want := key(from.AddrPort())
-	for {
-		n, addr, err := r.pc.ReadFrom(r.buf)
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, cerr
-			}
-			if ctxDeadline && isTimeout(err) {
-				// The socket's deadline may fire before ctx's timer.
-				return nil, context.DeadlineExceeded
-			}
-			return nil, err
-		}
-		if n == 0 || key(addrPortOf(addr)) != want {
-			continue
-		}
-		return r.buf[:n], nil
-	}
-}
+// dialOfflineQueue bounds the offline datagrams waiting for the
+// handshake; more are dropped, as a full socket buffer would.
+const dialOfflineQueue = 16
 
-// exchange sends a request up to attempts times, retry apart, and hands
-// every reply to handle until handle reports done or an error. It reports
-// whether handle finished.
-func (r *offlineReader) exchange(ctx context.Context, from *net.UDPAddr, attempts int, retry time.Duration, send func() error, handle func(b []byte) (bool, error)) (bool, error) {
-	for range attempts {
-		if err := send(); err != nil {
-			return false, err
+func (p *dialPeer) handle(ep *endpoint) func(b []byte, from netip.AddrPort, now time.Time) {
+	return func(b []byte, from netip.AddrPort, now time.Time) {
+		if key(from) != p.server {
+			return // a stranger
 		}
-		deadline := time.Now().Add(retry)
-		for {
-			b, err := r.next(ctx, deadline, from)
-			if err != nil {
-				if retryable(ctx, err) {
-					break
-				}
-				return false, err
+		if b[0]&wire.FlagValid == 0 {
+			select {
+			case p.offline <- append([]byte(nil), b...):
+			default:
 			}
-			if done, err := handle(b); done || err != nil {
-				return done, err
-			}
+			return
+		}
+		if c := p.conn.Load(); c != nil && !ep.ackStale(b, from, now) {
+			c.handle(b, now)
 		}
 	}
-	return false, nil
 }
 
-// retryable reports whether err from offlineReader.next only means that
-// this attempt's wait is over.
-func retryable(ctx context.Context, err error) bool {
-	return isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAddr) (*Conn, error) {
+func (d Dialer) handshake(ctx context.Context, ep *endpoint, ap netip.AddrPort) (*Conn, error) {
 	guid := d.GUID
 	if guid == 0 {
-		guid = randomGUID()
+		guid = newGUID(true)
 	}
 	proto := d.ProtocolVersion
 	if proto == 0 {
 		proto = 11
 	}
-	ap := ua.AddrPort()
-	hdr := overhead(ap)
-	maxMTU := MaxMTU
-	if d.MaxMTU > 0 {
-		maxMTU = min(max(d.MaxMTU, MinMTU), MaxMTU)
-	}
-	r := &offlineReader{pc: pc, buf: make([]byte, maxDatagramSize)}
-	retry := orDefault(d.limits.dialRetry, dialRetry)
-
-	// Phase 1: MTU discovery with OpenConnectionRequest1, largest MTU
-	// first, a few tries each.
-	var reply1 wire.OpenConnectionReply1
-	var probed int
-	retriedVersion := false
-	for _, mtu := range DialMTUs {
-		if mtu > maxMTU {
-			continue
+	peer := &dialPeer{server: ap, offline: make(chan []byte, dialOfflineQueue)}
+	readDone := make(chan struct{})
+	go func() {
+		ep.readLoop(peer.handle(ep))
+		close(readDone)
+		if c := peer.conn.Load(); c != nil {
+			// Once the socket is closed the connection is gone for good.
+			c.closeNow(net.ErrClosed, false)
+			c.release()
 		}
-		send := func() error {
-			req := wire.OpenConnectionRequest1{Protocol: proto, Size: mtu - hdr}
-			_, err := pc.WriteTo(req.Append(nil), ua)
-			return err
-		}
-		done, err := r.exchange(ctx, ua, dialAttempts, retry, send, func(b []byte) (bool, error) {
-			switch {
-			case b[0] == wire.IDOpenConnectionReply1:
-				if _, err := reply1.Decode(b); err != nil {
-					return false, nil
-				}
-				probed = mtu
-				return true, nil
-			case b[0] == wire.IDIncompatibleProtocolVersion:
-				var m wire.IncompatibleProtocolVersion
-				if _, err := m.Decode(b); err != nil {
-					return false, nil
-				}
-				if m.Protocol == proto && retriedVersion {
-					// A late answer to a probe sent before the switch.
-					return false, nil
-				}
-				if retriedVersion || (m.Protocol != 10 && m.Protocol != 11) || m.Protocol == proto {
-					return false, fmt.Errorf("%w: server speaks %d", ErrIncompatibleProtocol, m.Protocol)
-				}
-				retriedVersion, proto = true, m.Protocol
-				return false, send()
-			case wire.IsNotice(b[0]):
-				return false, refusal(b[0])
-			}
-			return false, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			break
-		}
-	}
-	if probed == 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_1")
-	}
-	mtu := max(min(int(reply1.MTU), probed), MinMTU)
-
-	// Phase 2: OpenConnectionRequest2 fixes the MTU.
-	req2 := wire.OpenConnectionRequest2{ServerAddr: ap, MTU: uint16(mtu), ClientGUID: guid}
-	if reply1.Security {
-		req2.HasCookie, req2.Cookie = true, reply1.Cookie
-	}
-	var reply2 wire.OpenConnectionReply2
-	send2 := func() error {
-		_, err := pc.WriteTo(req2.Append(nil), ua)
-		return err
-	}
-	got2, err := r.exchange(ctx, ua, dialAttempts*2, retry, send2, func(b []byte) (bool, error) {
-		switch {
-		case b[0] == wire.IDOpenConnectionReply2:
-			_, err := reply2.Decode(b)
-			return err == nil, nil
-		case wire.IsNotice(b[0]):
-			return false, refusal(b[0])
-		}
-		return false, nil
-	})
-	if err != nil {
+	}()
+	h := newInitiator(ap, guid, proto, maxMTUOr(d.MaxMTU, MaxMTU), dialAttempts, orDefault(d.limits.dialRetry, dialRetry))
+	if err := runInitiator(ctx, ep, h, peer.offline); err != nil {
+		ep.close()
+		<-readDone
 		return nil, err
 	}
-	if !got2 {
-		return nil, errors.New("no reply to OPEN_CONNECTION_REQUEST_2")
-	}
-	if reply2.MTU >= MinMTU && int(reply2.MTU) < mtu {
-		mtu = int(reply2.MTU)
-	}
-	_ = pc.SetReadDeadline(time.Time{})
 
-	// Phase 3: the connected handshake runs inside the Conn.
+	// The connected handshake runs inside the Conn.
 	var log zerolog.Logger = zerolog.Nop()
 	if d.Log != nil {
 		log = d.Log.With().Str("src", "raknet").Str("raddr", ap.String()).Logger()
 	}
 	cfg := newConnConfig(d.Timeout, d.PingInterval, d.CloseTimeout, log, d.limits)
 	now := time.Now()
-	c := newConn(pc, ua, ap, mtu, cfg, true, now)
-	c.guid = reply2.ServerGUID
+	c := newConn(ep, ap, h.mtu, cfg, true, now)
+	c.guid = h.reply2.ServerGUID
 	c.onClose = func(c *Conn) {
 		if c.lingering {
-			// The read loop acknowledges stale data until the deadline,
-			// then closes the socket.
-			_ = c.pc.SetReadDeadline(time.Now().Add(lingerTime))
+			// The read loop acknowledges stale data for lingerTime, then
+			// the socket closes.
+			ep.linger(ap, time.Now())
+			time.AfterFunc(lingerTime, ep.close)
 			return
 		}
-		_ = c.pc.Close()
+		ep.close()
 	}
 	c.start(now)
-	go dialReadLoop(pc, c, ap, r.buf)
+	peer.conn.Store(c)
+	select {
+	case <-readDone:
+		// The socket closed before the connection was stored.
+		c.closeNow(net.ErrClosed, false)
+		c.release()
+	default:
+	}
 
 	c.mu.Lock()
-	req := wire.ConnectionRequest{ClientGUID: guid, Time: c.timestamp(now)}
-	var b [wire.ConnectionRequestSize]byte
-	c.sendControl(now, req.Append(b[:0]), wire.Reliable)
+	c.sendControl(now, c.ctl.request(guid, now))
 	c.flush(now)
 	c.arm(now)
 	c.unlock()
@@ -387,64 +238,42 @@ func (d Dialer) handshake(ctx context.Context, pc net.PacketConn, ua *net.UDPAdd
 		return nil, err
 	}
 	c.mu.Lock()
-	err = c.closeErr
+	err := c.closeErr
 	c.mu.Unlock()
 	return nil, err
 }
 
-// dialReadLoop feeds a dialed connection from its own socket until the
-// socket closes (or, once the connection closed, a read fails), then
-// closes the connection and the socket and releases the connection. buf
-// is the handshake's read buffer, which it takes over.
-func dialReadLoop(pc net.PacketConn, c *Conn, ap netip.AddrPort, buf []byte) {
-	defer c.release()
-	defer pc.Close()
-	defer c.closeNow(net.ErrClosed, false)
-	udp, _ := pc.(*net.UDPConn)
-	want := key(ap)
+// runInitiator drives the offline handshake: it writes what h asks for,
+// feeds it the server's replies and waits until h is done, fails, or ctx
+// ends.
+func runInitiator(ctx context.Context, ep *endpoint, h *initiator, replies <-chan []byte) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var buf []byte
 	for {
-		var n int
-		var from netip.AddrPort
-		var err error
-		if udp != nil {
-			n, from, err = udp.ReadFromUDPAddrPort(buf)
-		} else {
-			var addr net.Addr
-			n, addr, err = pc.ReadFrom(buf)
-			if err == nil {
-				from = addrPortOf(addr)
-			}
-		}
+		out, next, err := h.poll(buf[:0], time.Now())
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
 			}
-			select {
-			case <-c.closed:
-				return
-			default:
+			return err
+		}
+		if out != nil {
+			buf = out
+			if err := ep.write(out, h.server); err != nil {
+				return err
 			}
-			time.Sleep(time.Millisecond)
-			continue
 		}
-		if n == 0 || key(from) != want || buf[0]&wire.FlagValid == 0 {
-			// Offline messages (late handshake replies) and strangers.
-			continue
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case b := <-replies:
+			done, err := h.handle(b, time.Now())
+			if err != nil || done {
+				return err
+			}
 		}
-		c.handle(buf[:n], time.Now())
-	}
-}
-
-// refusal maps an offline refusal to an error.
-func refusal(id byte) error {
-	switch id {
-	case wire.IDNoFreeIncomingConnections:
-		return fmt.Errorf("%w: server full", ErrConnectionRefused)
-	case wire.IDAlreadyConnected:
-		return fmt.Errorf("%w: already connected", ErrConnectionRefused)
-	case wire.IDConnectionBanned:
-		return fmt.Errorf("%w: banned", ErrConnectionRefused)
-	default:
-		return fmt.Errorf("%w: connected too recently", ErrConnectionRefused)
 	}
 }

@@ -221,3 +221,9 @@ func TestDialContextEnds(t *testing.T) {
 		})
 	}
 }
+
+// isTimeout reports whether err is a net.Error that timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -3,6 +3,8 @@ package raknet
 import (
 	"errors"
 	"net"
+
+	"github.com/basaltmc/basalt/raknet/internal/reliability"
 )
 
 // Errors callers branch on. Errors returned by public methods are
@@ -25,6 +27,19 @@ var (
 	// ErrIncompatibleProtocol is returned by Dial when the server speaks no
 	// RakNet protocol version the dialer supports.
 	ErrIncompatibleProtocol = errors.New("incompatible RakNet protocol version")
+
+	// ErrMessageTooLarge is returned by a write of a message over the
+	// size limit (8 MiB).
+	ErrMessageTooLarge = reliability.ErrMessageTooLarge
+	// ErrEmptyMessage is returned by a write of an empty message, which
+	// RakNet cannot carry.
+	ErrEmptyMessage = reliability.ErrEmptyMessage
+	// ErrInvalidChannel is returned by a write on an ordering channel
+	// outside 0-31.
+	ErrInvalidChannel = reliability.ErrInvalidChannel
+	// ErrInvalidReliability is returned by a write with a Reliability
+	// outside the RakNet ones.
+	ErrInvalidReliability = reliability.ErrReliability
 )
 
 // wrapped is an error with its own text that also matches err.

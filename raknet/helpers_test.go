@@ -166,6 +166,68 @@ func (r *rawClient) message(id byte, timeout time.Duration) []byte {
 	return nil
 }
 
+// unackedMessage reads data datagrams without acknowledging them until
+// one carries an unsplit message starting with id, and returns it; nil
+// after timeout.
+func (r *rawClient) unackedMessage(id byte, timeout time.Duration) []byte {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		b := r.read(time.Until(deadline))
+		if m := findMessage(r.t, b, id); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// noMessage checks that no unsplit message starting with id arrives
+// within d; datagrams are acknowledged.
+func (r *rawClient) noMessage(id byte, d time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		b := r.read(time.Until(deadline))
+		if b == nil || b[0]&wire.FlagValid == 0 || b[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
+			continue
+		}
+		var h wire.DatagramHeader
+		if _, err := h.Decode(b); err == nil {
+			ack := wire.Ack{Ranges: []wire.AckRange{{Start: h.Number, End: h.Number}}}
+			r.send(ack.Append(nil))
+		}
+		if m := findMessage(r.t, b, id); m != nil {
+			r.t.Fatalf("got message %#x (% x), want none", id, m)
+		}
+	}
+}
+
+// findMessage returns the first unsplit message starting with id in data
+// datagram b, or nil.
+func findMessage(t *testing.T, b []byte, id byte) []byte {
+	t.Helper()
+	if b == nil || b[0]&wire.FlagValid == 0 || b[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
+		return nil
+	}
+	var h wire.DatagramHeader
+	n, err := h.Decode(b)
+	if err != nil {
+		t.Fatalf("decode datagram from the server: %v", err)
+	}
+	for rest := b[n:]; len(rest) > 0; {
+		var f wire.Frame
+		k, err := f.Decode(rest)
+		if err != nil {
+			t.Fatalf("decode frame from the server: %v", err)
+		}
+		rest = rest[k:]
+		if !f.Split && f.Payload[0] == id {
+			return append([]byte(nil), f.Payload...)
+		}
+	}
+	return nil
+}
+
 // connectionRequest sends ConnectionRequest and returns the server's
 // ConnectionRequestAccepted.
 func (r *rawClient) connectionRequest(guid int64) []byte {

@@ -1,9 +1,6 @@
 package raknet
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -28,10 +25,6 @@ const (
 	// DefaultAcceptQueue is how many established connections may wait for
 	// Accept.
 	DefaultAcceptQueue = 256
-	// socketBuffer is the kernel buffer size requested for sockets.
-	socketBuffer = 4 << 20
-	// maxDatagramSize is the read buffer: the largest UDP payload.
-	maxDatagramSize = 65535
 )
 
 // DefaultProtocolVersions are the RakNet protocol versions accepted unless
@@ -98,11 +91,9 @@ type ListenerStats struct {
 // concurrent use.
 type Listener struct {
 	cfg       ListenConfig
-	pc        net.PacketConn
-	udp       *net.UDPConn
+	ep        *endpoint
 	log       zerolog.Logger
-	id        int64
-	maxMTU    int
+	resp      responder
 	connCfg   connConfig
 	started   time.Time
 	pong      atomic.Pointer[[]byte]
@@ -114,12 +105,6 @@ type Listener struct {
 	mu     sync.RWMutex
 	conns  map[netip.AddrPort]*Conn
 	closed bool // set by Close under mu: no new connections
-	// recent holds, until when, the peers that closed their connection:
-	// their data datagrams are still acknowledged (see lingerTime).
-	recent map[netip.AddrPort]time.Time
-	// recentOrder holds recent's entries in the order they were added,
-	// which is also the order they expire in, so expiry never scans.
-	recentOrder []recentEntry
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
 
@@ -162,48 +147,32 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l := &Listener{
 		cfg:     lc,
-		pc:      pc,
+		ep:      newEndpoint(pc),
 		log:     zerolog.Nop(),
-		id:      lc.GUID,
-		maxMTU:  DefaultMaxMTU,
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
 		conns:   make(map[netip.AddrPort]*Conn),
-		recent:  make(map[netip.AddrPort]time.Time),
 		out:     make([]byte, 0, 1500),
 		started: time.Now(),
 	}
 	if lc.Log != nil {
 		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", pc.LocalAddr().String()).Logger()
 	}
-	if lc.MaxMTU != 0 {
-		l.maxMTU = min(max(lc.MaxMTU, MinMTU), MaxMTU)
-	}
 	if len(l.cfg.ProtocolVersions) == 0 {
 		l.cfg.ProtocolVersions = DefaultProtocolVersions
 	}
 	l.cfg.ProtocolVersions = slices.Clone(l.cfg.ProtocolVersions)
-	if l.id == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		l.id = int64(binary.BigEndian.Uint64(b[:]) >> 1)
+	if l.cfg.GUID == 0 {
+		l.cfg.GUID = newGUID(false)
 	}
-	l.udp = tuneSocket(pc)
+	l.resp = responder{guid: l.cfg.GUID, protocols: l.cfg.ProtocolVersions, maxMTU: maxMTUOr(lc.MaxMTU, DefaultMaxMTU)}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.connCfg.dropped = &l.dropped
 	empty := []byte{}
 	l.pong.Store(&empty)
-	l.wg.Add(1)
-	go l.readLoop()
+	l.wg.Go(func() { l.ep.readLoop(l.handle) })
 	l.log.Info().Msg("listening")
 	return l, nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // PongData sets the data sent in unconnected pongs (for Bedrock, the MOTD).
@@ -218,10 +187,10 @@ func (l *Listener) PongData(data []byte) {
 }
 
 // ID returns the server GUID sent in pongs.
-func (l *Listener) ID() int64 { return l.id }
+func (l *Listener) ID() int64 { return l.cfg.GUID }
 
 // Addr returns the listener's local address.
-func (l *Listener) Addr() net.Addr { return l.pc.LocalAddr() }
+func (l *Listener) Addr() net.Addr { return l.ep.local }
 
 // Stats returns the listener's counters.
 func (l *Listener) Stats() ListenerStats {
@@ -272,114 +241,55 @@ func (l *Listener) Close() error {
 		}
 		// Connections share the socket: close it only after they said
 		// goodbye.
-		_ = l.pc.Close()
+		l.ep.close()
 		l.wg.Wait()
 		l.log.Info().Dur("uptime", time.Since(l.started)).Msg("listener closed")
 	})
 	return nil
 }
 
-// readLoop is the socket's only reader.
-func (l *Listener) readLoop() {
-	defer l.wg.Done()
-	buf := make([]byte, maxDatagramSize)
-	for {
-		n, ap, addr, err := l.read(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			select {
-			case <-l.done:
-				return
-			default:
-			}
-			// Transient errors (ICMP unreachable reported on read) are
-			// ignored; back off a little if they repeat.
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if n == 0 {
-			continue
-		}
-		l.handle(buf[:n], ap, addr)
-	}
-}
-
-// read reads one datagram; addr is nil for *net.UDPConn sockets.
-func (l *Listener) read(buf []byte) (int, netip.AddrPort, net.Addr, error) {
-	if l.udp != nil {
-		n, ap, err := l.udp.ReadFromUDPAddrPort(buf)
-		return n, ap, nil, err
-	}
-	n, addr, err := l.pc.ReadFrom(buf)
-	if err != nil {
-		return 0, netip.AddrPort{}, nil, err
-	}
-	return n, addrPortOf(addr), addr, nil
-}
-
-// addrPortOf converts a socket address to a netip.AddrPort.
-func addrPortOf(addr net.Addr) netip.AddrPort {
-	if ua, ok := addr.(*net.UDPAddr); ok {
-		return ua.AddrPort()
-	}
-	ap, _ := netip.ParseAddrPort(addr.String())
-	return ap
-}
-
-// key is how connections are looked up: IPv4-mapped addresses unmapped.
-func key(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-func (l *Listener) handle(b []byte, ap netip.AddrPort, addr net.Addr) {
-	k := key(ap)
+// handle takes one datagram from the socket's reader.
+func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
+	k := key(from)
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
 		c := l.conns[k]
-		var until time.Time
-		recent := false
-		if c == nil {
-			until, recent = l.recent[k]
-		}
 		l.mu.RUnlock()
-		now := time.Now()
 		if c != nil {
 			c.handle(b, now)
 			return
 		}
-		if recent && now.Before(until) {
-			if ack := appendAckFor(l.out[:0], b); ack != nil {
-				l.out = ack
-				l.writeTo(ack, ap, addr)
-			}
-			return
+		if !l.ep.ackStale(b, from, now) {
+			l.dropped.Add(1)
 		}
-		l.dropped.Add(1)
 		return
 	}
+	var err error
 	switch b[0] {
 	case wire.IDUnconnectedPing, wire.IDUnconnectedPingOpenConnections:
-		l.handlePing(b, ap, addr)
+		l.out, err = l.resp.pong(l.out[:0], b, *l.pong.Load(), !l.full())
+		if err == nil && len(l.out) > 0 {
+			l.pings.Add(1)
+		}
 	case wire.IDOpenConnectionRequest1:
-		l.handleRequest1(b, ap, addr)
+		l.out, err = l.resp.reply1(l.out[:0], b, from)
 	case wire.IDOpenConnectionRequest2:
-		l.handleRequest2(b, ap, addr, k)
+		l.out = l.out[:0]
+		err = l.handleRequest2(b, from, k, now)
 	default:
 		l.dropped.Add(1)
-	}
-}
-
-// writeTo sends an offline reply.
-func (l *Listener) writeTo(b []byte, ap netip.AddrPort, addr net.Addr) {
-	if l.udp != nil {
-		_, _ = l.udp.WriteToUDPAddrPort(b, ap)
 		return
 	}
-	_, _ = l.pc.WriteTo(b, addr)
+	if err != nil {
+		l.dropped.Add(1)
+		return
+	}
+	if len(l.out) > 0 {
+		_ = l.ep.write(l.out, from)
+	}
 }
 
+// full reports whether a new connection would exceed MaxConnections.
 func (l *Listener) full() bool {
 	if l.cfg.MaxConnections <= 0 {
 		return false
@@ -389,108 +299,70 @@ func (l *Listener) full() bool {
 	return len(l.conns) >= l.cfg.MaxConnections
 }
 
-func (l *Listener) handlePing(b []byte, ap netip.AddrPort, addr net.Addr) {
-	var m wire.UnconnectedPing
-	if _, err := m.Decode(b); err != nil {
-		l.dropped.Add(1)
-		return
-	}
-	if m.OpenConnections && l.full() {
-		// 0x02 is answered only while a client could still connect.
-		return
-	}
-	l.pings.Add(1)
-	pong := wire.UnconnectedPong{Time: m.Time, ServerGUID: l.id, Data: *l.pong.Load()}
-	l.out = pong.Append(l.out[:0])
-	l.writeTo(l.out, ap, addr)
-}
-
-// overhead returns the IP + UDP header size for a peer.
-func overhead(ap netip.AddrPort) int {
-	if ap.Addr().Unmap().Is4() {
-		return ipv4Overhead
-	}
-	return ipv6Overhead
-}
-
-func (l *Listener) clampMTU(mtu int) int { return min(max(mtu, MinMTU), l.maxMTU) }
-
-func (l *Listener) handleRequest1(b []byte, ap netip.AddrPort, addr net.Addr) {
-	var m wire.OpenConnectionRequest1
-	if _, err := m.Decode(b); err != nil {
-		l.dropped.Add(1)
-		return
-	}
-	if !slices.Contains(l.cfg.ProtocolVersions, m.Protocol) {
-		reply := wire.IncompatibleProtocolVersion{Protocol: l.cfg.ProtocolVersions[0], ServerGUID: l.id}
-		l.out = reply.Append(l.out[:0])
-		l.writeTo(l.out, ap, addr)
-		return
-	}
-	reply := wire.OpenConnectionReply1{ServerGUID: l.id, MTU: uint16(l.clampMTU(m.Size + overhead(ap)))}
-	l.out = reply.Append(l.out[:0])
-	l.writeTo(l.out, ap, addr)
-}
-
-func (l *Listener) handleRequest2(b []byte, ap netip.AddrPort, addr net.Addr, k netip.AddrPort) {
-	var m wire.OpenConnectionRequest2
-	if _, err := m.Decode(b); err != nil {
-		l.dropped.Add(1)
-		return
-	}
+// handleRequest2 carries out the responder's decision on an
+// OpenConnectionRequest2; the reply, if any, is left in l.out.
+func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Time) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return
+		return nil
 	}
-	delete(l.recent, k)
-	if old := l.conns[k]; old != nil {
-		l.mu.Unlock()
-		old.mu.Lock()
-		same, reply := old.guid == m.ClientGUID && old.state != stateClosed, old.reply2
-		old.mu.Unlock()
-		if same {
-			// A retried request: answer it the same way.
-			l.writeTo(reply, ap, addr)
-			return
+	var live *peerView
+	old := l.conns[k]
+	if old != nil {
+		select {
+		case <-old.closed:
+		default:
+			live = &peerView{guid: old.guid, reply2: old.reply2}
 		}
+	}
+	full := l.cfg.MaxConnections > 0 && len(l.conns) >= l.cfg.MaxConnections
+	d, err := l.resp.request2(l.out[:0], b, from, live, full)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	switch d.action {
+	case r2Resend:
+		// A retried request: answer it the same way.
+		l.mu.Unlock()
+		l.out = append(l.out[:0], d.reply...)
+		return nil
+	case r2Full:
+		l.mu.Unlock()
+		l.refused.Add(1)
+		l.out = d.reply
+		return nil
+	case r2Replace:
 		// Another client process on the same address: the old one is
 		// gone. It is not told, since whoever listens there now is the new
 		// client.
+		l.mu.Unlock()
 		old.closeNow(closedBy(ErrPeerClosed), false)
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			return
+			return nil
 		}
 		// A connection closed just now may not have removed itself yet.
 		if l.conns[k] == old {
 			delete(l.conns, k)
 		}
 	}
-	if l.cfg.MaxConnections > 0 && len(l.conns) >= l.cfg.MaxConnections {
-		l.mu.Unlock()
-		l.refused.Add(1)
-		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.id}
-		l.out = reply.Append(l.out[:0])
-		l.writeTo(l.out, ap, addr)
-		return
-	}
-	mtu := l.clampMTU(int(m.MTU))
-	now := time.Now()
-	c := newConn(l.pc, addr, ap, mtu, l.connCfg, false, now)
-	c.guid = m.ClientGUID
+	l.ep.forget(k)
+	c := newConn(l.ep, from, d.mtu, l.connCfg, false, now)
+	c.guid = d.guid
 	c.onEstablished = l.established
 	c.onClose = l.removeConn
-	reply := wire.OpenConnectionReply2{ServerGUID: l.id, ClientAddr: k, MTU: uint16(mtu)}
-	c.reply2 = reply.Append(nil)
+	c.reply2 = slices.Clone(d.reply)
 	c.start(now)
 	// The connection exists before the reply leaves, so the client's next
 	// datagram always finds it.
 	l.conns[k] = c
 	l.mu.Unlock()
 	l.handshakes.Add(1)
-	l.writeTo(c.reply2, ap, addr)
+	l.out = d.reply
+	return nil
 }
 
 // established queues a connection for Accept. It runs with c.mu held.
@@ -514,46 +386,16 @@ func (l *Listener) established(c *Conn) {
 	}
 }
 
-// maxRecent bounds Listener.recent.
-const maxRecent = 4096
-
-// recentEntry is an entry of Listener.recent, in recentOrder.
-type recentEntry struct {
-	addr  netip.AddrPort
-	until time.Time
-}
-
-// forgetRecent removes the oldest entry of recentOrder, and its peer from
-// recent unless it was added again since.
-func (l *Listener) forgetRecent() {
-	e := l.recentOrder[0]
-	if until, ok := l.recent[e.addr]; ok && until.Equal(e.until) {
-		delete(l.recent, e.addr)
-	}
-	l.recentOrder[0] = recentEntry{}
-	l.recentOrder = l.recentOrder[1:]
-	if len(l.recentOrder) == 0 {
-		l.recentOrder = nil
-	}
-}
-
 // removeConn forgets a closed connection. It runs after c.mu is released,
 // by the goroutine that closed c.
 func (l *Listener) removeConn(c *Conn) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.conns[c.raddr] == c {
 		delete(l.conns, c.raddr)
 	}
-	if !c.lingering || l.closed {
-		return
+	closed := l.closed
+	l.mu.Unlock()
+	if c.lingering && !closed {
+		l.ep.linger(c.raddr, time.Now())
 	}
-	now := time.Now()
-	for len(l.recentOrder) > 0 && (!now.Before(l.recentOrder[0].until) || len(l.recent) >= maxRecent || len(l.recentOrder) >= 2*maxRecent) {
-		// Expired, or the oldest makes room: the table is bounded.
-		l.forgetRecent()
-	}
-	until := now.Add(lingerTime)
-	l.recent[c.raddr] = until
-	l.recentOrder = append(l.recentOrder, recentEntry{c.raddr, until})
 }

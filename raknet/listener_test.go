@@ -183,8 +183,10 @@ func TestMTUNegotiation(t *testing.T) {
 	}
 }
 
-// A retried OpenConnectionRequest2 and a retried ConnectionRequest get the
-// same replies as the first, and a client GUID of any sign is accepted.
+// A retried OpenConnectionRequest2 gets the same reply as the first, a
+// retried ConnectionRequest gets no second ConnectionRequestAccepted (the
+// first is resent until acknowledged), and a client GUID of any sign is
+// accepted.
 func TestRepeatedRequestsGetSameReply(t *testing.T) {
 	for _, guid := range []int64{-42, 0, 42} {
 		l := listenTest(t, ListenConfig{})
@@ -197,23 +199,60 @@ func TestRepeatedRequestsGetSameReply(t *testing.T) {
 		if n := l.Stats().Connections; n != 1 {
 			t.Errorf("GUID %d: connections: got %d, want 1", guid, n)
 		}
-		acc1 := r.connectionRequest(guid)
-		time.Sleep(10 * time.Millisecond) // a later accept time if it changed
-		acc2 := r.connectionRequest(guid)
-		if !bytes.Equal(acc1, acc2) {
-			t.Errorf("GUID %d: second ConnectionRequestAccepted %x, want %x", guid, acc2, acc1)
+		r.connectionRequest(guid)
+		req := wire.ConnectionRequest{ClientGUID: guid, Time: 2}
+		r.sendFrames(r.frame(wire.Reliable, req.Append(nil)))
+		r.noMessage(wire.IDConnectionRequestAccepted, 300*time.Millisecond)
+	}
+}
+
+// ConnectionRequestAccepted is reliable: unacknowledged, it comes again.
+func TestAcceptedResentUntilAcked(t *testing.T) {
+	l := listenTest(t, ListenConfig{})
+	r := newRawClient(t, l.Addr())
+	r.open(1400, -7)
+	req := wire.ConnectionRequest{ClientGUID: -7, Time: 1}
+	r.sendFrames(r.frame(wire.Reliable, req.Append(nil)))
+	var got [][]byte
+	deadline := time.Now().Add(2 * time.Second)
+	for len(got) < 2 && time.Now().Before(deadline) {
+		if m := r.unackedMessage(wire.IDConnectionRequestAccepted, time.Until(deadline)); m != nil {
+			got = append(got, m)
 		}
+	}
+	if len(got) < 2 || !bytes.Equal(got[0], got[1]) {
+		t.Fatalf("got %d copies of ConnectionRequestAccepted (%x), want 2 equal ones", len(got), got)
 	}
 }
 
 // A client on the same address with another GUID replaces the old
-// connection (a restarted client process).
+// connection (a restarted client process): the old one is closed and the
+// new one is accepted with its own GUID.
 func TestRequest2FromNewClientReplacesOld(t *testing.T) {
 	l := listenTest(t, ListenConfig{})
 	r := newRawClient(t, l.Addr())
 	r.open(1400, -1)
+	r.connectionRequest(-1)
+	nic := wire.NewIncomingConnection{ServerAddr: r.server}
+	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
+	old := acceptTest(t, l)
+	if old.GUID() != -1 {
+		t.Fatalf("first connection GUID: got %d, want -1", old.GUID())
+	}
+	r.seq, r.rel, r.ord = 0, 0, 0
 	r.send(r.request2(1400, -2))
 	r.expect(wire.IDOpenConnectionReply2, time.Second)
+	select {
+	case <-old.Done():
+	case <-time.After(time.Second):
+		t.Fatal("old connection still open after a new client took its address")
+	}
+	r.connectionRequest(-2)
+	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
+	c := acceptTest(t, l)
+	if c.GUID() != -2 {
+		t.Errorf("new connection GUID: got %d, want -2", c.GUID())
+	}
 	if n := l.Stats().Connections; n != 1 {
 		t.Errorf("connections: got %d, want 1", n)
 	}
@@ -596,46 +635,5 @@ func TestIPv6MTUCountsHeader(t *testing.T) {
 	_ = client.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if got, err := client.ReadPacket(); err != nil || len(got) != len(msg) {
 		t.Fatalf("read: got %d bytes, %v, want %d", len(got), err, len(msg))
-	}
-}
-
-// TestRecentBounded closes more lingering connections than the listener
-// remembers: the table stays within maxRecent, keeps the newest, and
-// forgets entries once their lingerTime is over.
-func TestRecentBounded(t *testing.T) {
-	l, err := ListenConfig{}.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	peer := func(i int) netip.AddrPort {
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 19132)
-	}
-	for i := range maxRecent + 100 {
-		l.removeConn(&Conn{raddr: peer(i), lingering: true})
-	}
-	l.mu.Lock()
-	n, order := len(l.recent), len(l.recentOrder)
-	_, newest := l.recent[peer(maxRecent+99)]
-	_, oldest := l.recent[peer(0)]
-	l.mu.Unlock()
-	if n > maxRecent || order > 2*maxRecent {
-		t.Fatalf("recent: got %d entries (%d in order), want at most %d", n, order, maxRecent)
-	}
-	if !newest || oldest {
-		t.Errorf("recent: newest kept %v, oldest kept %v, want true, false", newest, oldest)
-	}
-	// Once lingerTime is over, the next removal sweeps the expired ones.
-	l.mu.Lock()
-	for i := range l.recentOrder {
-		l.recentOrder[i].until = time.Now().Add(-time.Millisecond)
-		l.recent[l.recentOrder[i].addr] = l.recentOrder[i].until
-	}
-	l.mu.Unlock()
-	l.removeConn(&Conn{raddr: peer(1 << 20), lingering: true})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.recent) != 1 || len(l.recentOrder) != 1 {
-		t.Errorf("after expiry: got %d entries (%d in order), want 1", len(l.recent), len(l.recentOrder))
 	}
 }

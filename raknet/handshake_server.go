@@ -1,0 +1,124 @@
+package raknet
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// responder is the server side of the offline handshake as a pure
+// function of a request and what the listener knows: unconnected ping →
+// pong, OpenConnectionRequest1 → Reply1 (or IncompatibleProtocolVersion),
+// OpenConnectionRequest2 → a decision the listener carries out. It does no
+// I/O and keeps no state of its own, so every rule is a unit-testable
+// decision. Replies are appended to the caller's buffer.
+type responder struct {
+	guid      int64
+	protocols []byte // accepted RakNet protocol versions; the first is ours
+	maxMTU    int
+}
+
+// pong answers an unconnected ping (0x01, or 0x02 which is answered only
+// while open reports free slots) with data as the pong's payload. It
+// returns dst unchanged when nothing is to be sent.
+func (r *responder) pong(dst, b, data []byte, open bool) ([]byte, error) {
+	var m wire.UnconnectedPing
+	if _, err := m.Decode(b); err != nil {
+		return dst, err
+	}
+	if m.OpenConnections && !open {
+		return dst, nil
+	}
+	pong := wire.UnconnectedPong{Time: m.Time, ServerGUID: r.guid, Data: data}
+	return pong.Append(dst), nil
+}
+
+// reply1 answers OpenConnectionRequest1 from a peer: Reply1 granting the
+// probed MTU (the padded size plus the IP and UDP headers) within our
+// bounds, or IncompatibleProtocolVersion naming our version.
+func (r *responder) reply1(dst, b []byte, from netip.AddrPort) ([]byte, error) {
+	var m wire.OpenConnectionRequest1
+	if _, err := m.Decode(b); err != nil {
+		return dst, err
+	}
+	if !slices.Contains(r.protocols, m.Protocol) {
+		reply := wire.IncompatibleProtocolVersion{Protocol: r.protocols[0], ServerGUID: r.guid}
+		return reply.Append(dst), nil
+	}
+	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(m.Size+overhead(from), r.maxMTU))}
+	return reply.Append(dst), nil
+}
+
+// r2Action is what the listener does with an OpenConnectionRequest2.
+type r2Action uint8
+
+const (
+	// r2Accept: create the connection and send the reply.
+	r2Accept r2Action = iota
+	// r2Resend: a retried request of the live connection: send its reply
+	// again.
+	r2Resend
+	// r2Replace: another client process on the address of a connection
+	// (a restarted client): the old connection is closed, the new one
+	// accepted.
+	r2Replace
+	// r2Full: no room: NoFreeIncomingConnections.
+	r2Full
+)
+
+func (a r2Action) String() string {
+	switch a {
+	case r2Accept:
+		return "accept"
+	case r2Resend:
+		return "resend"
+	case r2Replace:
+		return "replace"
+	default:
+		return "full"
+	}
+}
+
+// peerView is what the listener knows of a live connection from the
+// requesting address.
+type peerView struct {
+	guid   int64  // the GUID its OpenConnectionRequest2 named
+	reply2 []byte // the Reply2 it was sent
+}
+
+// r2Decision is the responder's answer to an OpenConnectionRequest2.
+type r2Decision struct {
+	action r2Action
+	mtu    int   // the MTU granted (r2Accept, r2Replace)
+	guid   int64 // the client's GUID
+	// reply is the datagram to send: Reply2 (r2Accept, r2Replace, and the
+	// stored one for r2Resend) or NoFreeIncomingConnections (r2Full).
+	reply []byte
+}
+
+// request2 decides what an OpenConnectionRequest2 from a peer leads to.
+// live is the connection already at the peer's address, if any; full
+// reports whether a new connection would exceed the listener's cap.
+func (r *responder) request2(dst, b []byte, from netip.AddrPort, live *peerView, full bool) (r2Decision, error) {
+	var m wire.OpenConnectionRequest2
+	if _, err := m.Decode(b); err != nil {
+		return r2Decision{}, err
+	}
+	d := r2Decision{guid: m.ClientGUID, action: r2Accept}
+	if live != nil {
+		if live.guid == m.ClientGUID {
+			return r2Decision{action: r2Resend, guid: m.ClientGUID, reply: live.reply2}, nil
+		}
+		// The replaced connection leaves room for this one.
+		d.action, full = r2Replace, false
+	}
+	if full {
+		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: r.guid}
+		return r2Decision{action: r2Full, guid: m.ClientGUID, reply: reply.Append(dst)}, nil
+	}
+	d.mtu = clampMTU(int(m.MTU), r.maxMTU)
+	reply := wire.OpenConnectionReply2{ServerGUID: r.guid, ClientAddr: key(from), MTU: uint16(d.mtu)}
+	d.reply = reply.Append(dst)
+	return d, nil
+}
