@@ -98,11 +98,18 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 // is returned as the server sent it, with or without a valid length
 // prefix.
 func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error) {
+	p, err := d.PingPong(ctx, address)
+	return p.Data, err
+}
+
+// PingPong is PingContext returning the whole answer: the server's GUID
+// and the round trip besides the data.
+func (d Dialer) PingPong(ctx context.Context, address string) (Pong, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	ep, ap, err := d.open(address)
 	if err != nil {
-		return nil, &net.OpError{Op: "ping", Net: "raknet", Err: err}
+		return Pong{}, &net.OpError{Op: "ping", Net: "raknet", Err: err}
 	}
 	defer ep.close()
 	pongs, err := discover(ctx, ep, []netip.AddrPort{ap}, d.GUID, 1)
@@ -110,9 +117,9 @@ func (d Dialer) PingContext(ctx context.Context, address string) ([]byte, error)
 		if err == nil {
 			err = ctx.Err()
 		}
-		return nil, &net.OpError{Op: "ping", Net: "raknet", Source: ep.local, Addr: net.UDPAddrFromAddrPort(ap), Err: err}
+		return Pong{}, &net.OpError{Op: "ping", Net: "raknet", Source: ep.local, Addr: net.UDPAddrFromAddrPort(ap), Err: err}
 	}
-	return pongs[0].Data, nil
+	return pongs[0], nil
 }
 
 // DialContext connects to a RakNet server: it probes the MTU, completes the

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,36 +159,5 @@ func TestWithPort(t *testing.T) {
 		if got := withPort(tc.in, "19132"); got != tc.want {
 			t.Errorf("withPort(%q): got %q, want %q", tc.in, got, tc.want)
 		}
-	}
-}
-
-func TestAppendPingGolden(t *testing.T) {
-	got := appendPing(nil, 0x0102*time.Millisecond, -2)
-	want := "01" + "0000000000000102" + hex.EncodeToString(magic[:]) + "fffffffffffffffe"
-	if hex.EncodeToString(got) != want {
-		t.Errorf("got %x, want %s", got, want)
-	}
-}
-
-func TestDecodePong(t *testing.T) {
-	data := "MCPE;x;1;1.0;0;1;7;y;Survival;1;1;1;0;"
-	b, _ := hex.DecodeString("1c" + "0000000000000102" + "0000000000000007" + hex.EncodeToString(magic[:]) + "0026")
-	b = append(b, data...)
-	p, err := decodePong(b)
-	if err != nil {
-		t.Fatalf("got %v, want nil", err)
-	}
-	if p.time != 0x102 || p.guid != 7 || string(p.data) != data {
-		t.Errorf("got %+v, want time 0x102, guid 7, data %q", p, data)
-	}
-	for i := range len(b) - 1 {
-		if _, err := decodePong(b[:i]); err == nil {
-			t.Errorf("prefix of %d bytes: got nil, want an error", i)
-		}
-	}
-	bad := bytes.Clone(b)
-	bad[20] ^= 1
-	if _, err := decodePong(bad); err == nil {
-		t.Error("bad magic: got nil, want an error")
 	}
 }

@@ -1,73 +1,13 @@
 package main
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
 )
-
-// RakNet offline message ids and the magic every offline message carries
-// (raknet/internal/wire is not importable from here).
-const (
-	idUnconnectedPing = 0x01
-	idUnconnectedPong = 0x1c
-)
-
-var magic = [16]byte{0x00, 0xff, 0xff, 0x00, 0xfe, 0xfe, 0xfe, 0xfe, 0xfd, 0xfd, 0xfd, 0xfd, 0x12, 0x34, 0x56, 0x78}
-
-// appendPing appends an UnconnectedPing (33 bytes):
-//
-//	id        u8   0x01
-//	time      i64  BE, echoed in the pong
-//	magic     16 bytes
-//	client    i64  BE GUID
-func appendPing(b []byte, sent time.Duration, guid int64) []byte {
-	b = append(b, idUnconnectedPing)
-	b = binary.BigEndian.AppendUint64(b, uint64(sent.Milliseconds()))
-	b = append(b, magic[:]...)
-	return binary.BigEndian.AppendUint64(b, uint64(guid))
-}
-
-// pong is a decoded UnconnectedPong.
-type pong struct {
-	time int64 // the ping's time, echoed
-	guid int64 // the server GUID from the header
-	data []byte
-}
-
-// decodePong decodes an UnconnectedPong (35 bytes + MOTD):
-//
-//	id        u8   0x1c
-//	time      i64  BE, the ping's
-//	server    i64  BE GUID
-//	magic     16 bytes
-//	length    u16  BE
-//	data      length bytes: the MOTD
-func decodePong(b []byte) (pong, error) {
-	const header = 1 + 8 + 8 + 16 + 2
-	if len(b) < header {
-		return pong{}, fmt.Errorf("decode UNCONNECTED_PONG: %w", io.ErrUnexpectedEOF)
-	}
-	if b[0] != idUnconnectedPong {
-		return pong{}, fmt.Errorf("decode UNCONNECTED_PONG: id %#x", b[0])
-	}
-	if [16]byte(b[17:33]) != magic {
-		return pong{}, errors.New("decode UNCONNECTED_PONG: bad magic")
-	}
-	n := int(binary.BigEndian.Uint16(b[33:]))
-	if len(b)-header < n {
-		return pong{}, fmt.Errorf("decode UNCONNECTED_PONG: data: %w", io.ErrUnexpectedEOF)
-	}
-	return pong{
-		time: int64(binary.BigEndian.Uint64(b[1:])),
-		guid: int64(binary.BigEndian.Uint64(b[9:])),
-		data: b[header : header+n],
-	}, nil
-}
 
 // answer is what one server said.
 type answer struct {
@@ -80,9 +20,9 @@ type answer struct {
 }
 
 // newAnswer parses a pong's MOTD.
-func newAnswer(from string, p pong, latency time.Duration) answer {
-	a := answer{from: from, latency: latency, guid: p.guid, raw: string(p.data)}
-	a.status, a.err = motd.Parse(p.data)
+func newAnswer(p raknet.Pong) answer {
+	a := answer{from: p.Addr.String(), latency: p.RTT, guid: p.GUID, raw: string(p.Data)}
+	a.status, a.err = motd.Parse(p.Data)
 	return a
 }
 
