@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basaltmc/basalt/raknet/internal/reliability"
 )
 
 // checkOpErr checks that err is a *net.OpError for op that wraps want.
@@ -336,11 +335,93 @@ func TestWriteWith(t *testing.T) {
 		}
 		delete(want, string(got))
 	}
-	if _, err := client.WriteWith([]byte{0xfe}, ReliableOrdered, 32); !errors.Is(err, reliability.ErrInvalidChannel) {
-		t.Errorf("channel 32: got %v, want ErrInvalidChannel", err)
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		r    Reliability
+		ch   uint8
+		want error
+	}{
+		{"channel 32", []byte{0xfe}, ReliableOrdered, 32, ErrInvalidChannel},
+		{"reliability 8", []byte{0xfe}, 8, 0, ErrInvalidReliability},
+		{"empty", nil, ReliableOrdered, 0, ErrEmptyMessage},
+		{"9 MiB", make([]byte, 9<<20), ReliableOrdered, 0, ErrMessageTooLarge},
+	} {
+		_, err := client.WriteWith(tc.msg, tc.r, tc.ch)
+		checkOpErr(t, err, "write", tc.want)
 	}
-	if _, err := client.WriteWith([]byte{0xfe}, 8, 0); !errors.Is(err, reliability.ErrReliability) {
-		t.Errorf("reliability 8: got %v, want ErrReliability", err)
+}
+
+// Messages written with WriteReceipt report their fate: acknowledged ones
+// as acked, each id once.
+func TestWriteReceipt(t *testing.T) {
+	l := listenTest(t, ListenConfig{})
+	client, server := dialTest(t, Dialer{}, l)
+	receipts := make(chan Receipt, 16)
+	client.SetReceiptFunc(func(r Receipt) { receipts <- r })
+	want := map[uint32]bool{}
+	for _, r := range []Reliability{UnreliableWithAckReceipt, ReliableWithAckReceipt, ReliableOrderedWithAckReceipt} {
+		id, err := client.WriteReceipt([]byte("\xfereceipt"), r, 0)
+		if err != nil || id == 0 {
+			t.Fatalf("%v: got id %d, %v", r, id, err)
+		}
+		want[id] = true
+		// A split message is acknowledged once, when every part is.
+		id, err = client.WriteReceipt(make([]byte, 10_000), r, 0)
+		if err != nil || id == 0 || want[id] {
+			t.Fatalf("%v split: got id %d, %v", r, id, err)
+		}
+		want[id] = true
+	}
+	if id, err := client.WriteReceipt([]byte{0xfe}, ReliableOrdered, 0); err != nil || id != 0 {
+		t.Errorf("without receipt: got id %d, %v; want 0", id, err)
+	}
+	go func() {
+		for {
+			if _, err := server.ReadPacket(); err != nil {
+				return
+			}
+		}
+	}()
+	timeout := time.After(3 * time.Second)
+	for len(want) > 0 {
+		select {
+		case r := <-receipts:
+			if !want[r.ID] || !r.Acked {
+				t.Fatalf("receipt %+v: want an unseen id, acked", r)
+			}
+			delete(want, r.ID)
+		case <-timeout:
+			t.Fatalf("%d receipts missing", len(want))
+		}
+	}
+	select {
+	case r := <-receipts:
+		t.Errorf("extra receipt %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// An unreliable message that is lost is reported as lost.
+func TestWriteReceiptLost(t *testing.T) {
+	var hole blackHole
+	f := &filterConn{dropWrite: hole.drop}
+	l := listenTest(t, ListenConfig{})
+	client, _ := dialTest(t, Dialer{ListenPacket: filterListen(f), CloseTimeout: 50 * time.Millisecond}, l)
+	receipts := make(chan Receipt, 4)
+	client.SetReceiptFunc(func(r Receipt) { receipts <- r })
+	hole.on.Store(true)
+	id, err := client.WriteReceipt([]byte("\xfelost"), UnreliableWithAckReceipt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-receipts:
+		if r.ID != id || r.Acked {
+			t.Errorf("got %+v, want id %d lost", r, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no receipt for a lost unreliable message")
 	}
 }
 
