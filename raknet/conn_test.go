@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // checkOpErr checks that err is a *net.OpError for op that wraps want.
@@ -47,7 +46,9 @@ func TestReadDeadline(t *testing.T) {
 	if _, err := client.Write([]byte{0xfe, 1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(time.Second, func() bool { return server.Stats().MessagesReceived > 0 })
+	if !waitFor(time.Second, func() bool { return server.Stats().MessagesReceived > 0 }) {
+		t.Fatal("message not received within 1s")
+	}
 	if _, err := server.ReadPacket(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("read with an expired deadline: got %v, want os.ErrDeadlineExceeded", err)
 	}
