@@ -637,3 +637,66 @@ func TestIPv6MTUCountsHeader(t *testing.T) {
 		t.Fatalf("read: got %d bytes, %v, want %d", len(got), err, len(msg))
 	}
 }
+
+// The last datagram of a connection, which nothing resends, is written
+// finalCopies times: here the DisconnectionNotification of a listener
+// that closes.
+func TestFinalCopies(t *testing.T) {
+	f := &filterConn{}
+	l, err := ListenConfig{ListenPacket: filterListen(f)}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := dialTest(t, Dialer{}, l)
+	before := len(f.written())
+	_ = l.Close()
+	after := f.written()[before:]
+	var goodbye [][]byte
+	for _, b := range after {
+		if b[0]&wire.FlagValid == 0 || b[0]&(wire.FlagACK|wire.FlagNACK) != 0 {
+			continue
+		}
+		var h wire.DatagramHeader
+		n, err := h.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fr wire.Frame
+		if _, err := fr.Decode(b[n:]); err == nil && len(fr.Payload) > 0 && fr.Payload[0] == wire.IDDisconnectionNotification {
+			goodbye = append(goodbye, b)
+		}
+	}
+	if len(goodbye) != finalCopies {
+		t.Fatalf("got %d datagrams carrying DisconnectionNotification, want %d", len(goodbye), finalCopies)
+	}
+	for _, b := range goodbye[1:] {
+		if !bytes.Equal(b, goodbye[0]) {
+			t.Errorf("copies differ: % x and % x", b, goodbye[0])
+		}
+	}
+	_ = client.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := client.ReadPacket(); !errors.Is(err, ErrPeerClosed) {
+		t.Errorf("client: got %v, want ErrPeerClosed", err)
+	}
+}
+
+// NewIncomingConnection without a ConnectionRequest before it establishes
+// nothing: the datagram is acknowledged and no connection is accepted.
+func TestNICWithoutRequestIgnored(t *testing.T) {
+	l := listenTest(t, ListenConfig{CloseTimeout: 50 * time.Millisecond})
+	r := newRawClient(t, l.Addr())
+	r.open(1400, -3)
+	nic := wire.NewIncomingConnection{ServerAddr: r.server}
+	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)), r.frame(wire.ReliableOrdered, []byte{0xfe, 1}))
+	r.expect(0xc0, time.Second)
+	if st := l.Stats(); st.Accepted != 0 {
+		t.Errorf("accepted: got %d, want 0", st.Accepted)
+	}
+	// The proper order still works afterwards.
+	r.connectionRequest(-3)
+	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
+	c := acceptTest(t, l)
+	if c.GUID() != -3 {
+		t.Errorf("GUID: got %d, want -3", c.GUID())
+	}
+}
