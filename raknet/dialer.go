@@ -11,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DialMTUs are the MTUs a dialer probes, largest first, like the vanilla
+// dialMTUs are the MTUs a dialer probes, largest first, like the vanilla
 // client.
-var DialMTUs = []int{1492, 1200, 576}
+var dialMTUs = []int{1492, 1200, 576}
 
 const (
 	// dialAttempts is how many times each MTU is probed.

@@ -45,17 +45,17 @@ func TestDialMTUFallback(t *testing.T) {
 					t.Errorf("probe sizes: got %v, want them decreasing", probes)
 				}
 			}
-			for _, mtu := range DialMTUs {
+			for _, mtu := range dialMTUs {
 				size := mtu - ipv4Overhead
 				switch {
 				case size > tc.limit && count[size] != dialAttempts:
 					t.Errorf("probes of %d bytes: got %d, want %d", size, count[size], dialAttempts)
-				case size <= tc.limit && probes[0] == DialMTUs[0]-ipv4Overhead && size == tc.want-ipv4Overhead && count[size] == 0:
+				case size <= tc.limit && probes[0] == dialMTUs[0]-ipv4Overhead && size == tc.want-ipv4Overhead && count[size] == 0:
 					t.Errorf("no probe of %d bytes", size)
 				}
 			}
-			if len(probes) == 0 || probes[0] != DialMTUs[0]-ipv4Overhead {
-				t.Errorf("probe sizes: got %v, want %d first", probes, DialMTUs[0]-ipv4Overhead)
+			if len(probes) == 0 || probes[0] != dialMTUs[0]-ipv4Overhead {
+				t.Errorf("probe sizes: got %v, want %d first", probes, dialMTUs[0]-ipv4Overhead)
 			}
 			msg := bytes.Repeat([]byte{0xfe, 7}, 50<<10)
 			for _, pair := range [][2]*Conn{{client, server}, {server, client}} {

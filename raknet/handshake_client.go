@@ -63,10 +63,10 @@ type initiator struct {
 }
 
 // newInitiator returns a handshake toward server offering proto, probing
-// the MTUs of DialMTUs up to maxMTU.
+// the MTUs of dialMTUs up to maxMTU.
 func newInitiator(server netip.AddrPort, guid int64, proto byte, maxMTU, attempts int, retry time.Duration) *initiator {
 	h := &initiator{server: key(server), guid: guid, proto: proto, attempts: attempts, retry: retry}
-	for _, m := range DialMTUs {
+	for _, m := range dialMTUs {
 		if m <= maxMTU {
 			h.mtus = append(h.mtus, m)
 		}
