@@ -1,0 +1,73 @@
+package raknet
+
+import (
+	"net"
+	"time"
+)
+
+// finish closes the connection at once with err as the reason reads see.
+func (c *Conn) finish(err error) {
+	if c.state == stateClosed {
+		return
+	}
+	c.state = stateClosed
+	c.closeErr = err
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	close(c.closed)
+	wake(&c.readWait)
+	wake(&c.writeWait)
+	c.remove = true
+}
+
+// abort closes the connection at once, telling the peer with one
+// unreliable DisconnectionNotification when tell is set. c.mu is held.
+func (c *Conn) abort(err error, tell bool) {
+	if c.state == stateClosed {
+		return
+	}
+	if tell {
+		now := time.Now()
+		c.sendControl(now, disconnect(false))
+		c.flushFinal(now)
+	}
+	c.finish(err)
+}
+
+// Close closes the connection gracefully: it sends DisconnectionNotification
+// after everything written so far, waits until the peer acknowledged it all
+// (at most the close timeout), then releases the connection. Blocked reads
+// and writes return at once. Close is safe to call more than once and
+// concurrently; every call returns once the connection is released.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	switch c.state {
+	case stateHandshake:
+		c.abort(net.ErrClosed, true)
+	case stateConnected:
+		now := time.Now()
+		c.state = stateClosing
+		c.closeBy = now.Add(c.cfg.closeTimeout)
+		// DisconnectionNotification goes out once the peer acknowledged
+		// what was written: some peers (go-raknet, so gophertunnel) drop
+		// packets they have not handed to their reader when it arrives.
+		if c.layer.Buffered() == 0 {
+			c.notifyPeer(now)
+		}
+		c.flush(now)
+		c.arm(now)
+		wake(&c.readWait)
+		wake(&c.writeWait)
+	}
+	c.unlock()
+	<-c.released
+	return nil
+}
+
+// closeNow closes the connection without waiting, telling the peer once.
+func (c *Conn) closeNow(err error, tell bool) {
+	c.mu.Lock()
+	c.abort(err, tell)
+	c.unlock()
+}

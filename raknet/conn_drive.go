@@ -1,0 +1,231 @@
+package raknet
+
+import (
+	"net"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// flush builds every datagram the layer allows now into c.out.
+func (c *Conn) flush(now time.Time) { c.flushCopies(now, 1) }
+
+// flushFinal builds every datagram the layer allows now, ACKs held back
+// included, to be written finalCopies times.
+func (c *Conn) flushFinal(now time.Time) {
+	c.layer.AckNow()
+	c.flushCopies(now, finalCopies)
+}
+
+// flushCopies builds every datagram the layer allows now into c.out, each
+// to be written copies times.
+func (c *Conn) flushCopies(now time.Time, copies int) {
+	for {
+		bp := datagramBuffers.Get().(*[]byte)
+		d := c.layer.AppendDatagram((*bp)[:0], now)
+		if d == nil {
+			datagramBuffers.Put(bp)
+			return
+		}
+		*bp = d
+		if c.out == nil {
+			c.out = outboxes.Get().(*outbox)
+		}
+		c.out.add(bp, copies)
+		c.lastSent = now
+	}
+}
+
+// arm sets the timer to the earliest deadline. A timer that would fire
+// later than needed is reset; one that fires early re-arms itself.
+func (c *Conn) arm(now time.Time) {
+	if c.state == stateClosed {
+		return
+	}
+	next := c.layer.NextDeadline(now)
+	earliest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	switch c.state {
+	case stateHandshake:
+		earliest(c.ctl.created.Add(c.cfg.timeout))
+	case stateConnected:
+		earliest(c.lastRecv.Add(c.cfg.timeout))
+		earliest(c.lastSent.Add(c.cfg.pingInterval))
+	case stateClosing:
+		earliest(c.closeBy)
+	}
+	if !c.timerAt.IsZero() && !next.Before(c.timerAt) {
+		return
+	}
+	c.timerAt = next
+	c.timer.Reset(max(next.Sub(now), 0))
+}
+
+// onTimer runs when the earliest deadline may have passed.
+func (c *Conn) onTimer() {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.state == stateClosed {
+		return
+	}
+	c.wakeups.Add(1)
+	now := time.Now()
+	c.timerAt = time.Time{}
+	switch c.state {
+	case stateHandshake:
+		if !now.Before(c.ctl.created.Add(c.cfg.timeout)) {
+			c.finish(closedBy(ErrPeerTimeout))
+			return
+		}
+	case stateConnected:
+		if !now.Before(c.lastRecv.Add(c.cfg.timeout)) {
+			c.finish(closedBy(ErrPeerTimeout))
+			return
+		}
+		if !now.Before(c.lastSent.Add(c.cfg.pingInterval)) {
+			c.lastSent = now
+			c.sendControl(now, c.ctl.ping(now))
+		}
+	case stateClosing:
+		if !now.Before(c.closeBy) {
+			// The peer never acknowledged everything: unless it was told
+			// already, tell it at once before going.
+			c.abort(net.ErrClosed, !c.notified)
+			return
+		}
+	}
+	c.flush(now)
+	c.arm(now)
+}
+
+// readFull reports whether the read queue is at its bound.
+func (c *Conn) readFull() bool {
+	return len(c.readQ)-c.readHead >= c.maxReadQ || c.readBytes >= c.maxReadB
+}
+
+// handle processes one datagram from the peer.
+func (c *Conn) handle(b []byte, now time.Time) {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.state == stateClosed {
+		return
+	}
+	c.lastRecv = now
+	if b[0]&(wire.FlagACK|wire.FlagNACK) == 0 && c.readFull() {
+		// Flow control: nobody reads, so refuse data without
+		// acknowledging it. The peer resends it later, backing off.
+		c.deferred++
+		return
+	}
+	before := c.layer.Buffered()
+	if err := c.layer.HandleDatagram(now, b); err != nil {
+		c.drop()
+		if c.errLog < 3 {
+			c.errLog++
+			c.cfg.log.Debug().Err(err).Msg("drop datagram")
+		}
+	}
+	if c.justEstablished {
+		c.justEstablished = false
+		c.establish()
+	}
+	if c.peerClosed {
+		// The datagram that carried DisconnectionNotification is in the
+		// ACK set by now: acknowledge it in this pass, so the peer's Close
+		// returns without waiting for a resend.
+		c.flushFinal(now)
+		c.lingering = true
+		c.finish(closedBy(ErrPeerClosed))
+		return
+	}
+	if c.state == stateClosed {
+		return
+	}
+	if c.layer.Buffered() < before {
+		wake(&c.writeWait)
+	}
+	if c.state == stateClosing && c.layer.Buffered() == 0 {
+		if !c.notified {
+			// Everything written before Close is acknowledged: only now
+			// tell the peer, so it has delivered all of it first.
+			c.notifyPeer(now)
+		} else {
+			// Nothing resends what leaves now: ACKs still held back go
+			// with the final copies.
+			c.flushFinal(now)
+			c.finish(net.ErrClosed)
+			return
+		}
+	}
+	c.flush(now)
+	c.arm(now)
+}
+
+// notifyPeer queues DisconnectionNotification, reliable and ordered behind
+// everything written before it.
+func (c *Conn) notifyPeer(now time.Time) {
+	c.notified = true
+	c.sendControl(now, disconnect(true))
+}
+
+// deliver receives every message the layer delivers, in order, with c.mu
+// held. The control protocol answers its messages; the rest is queued for
+// Read.
+func (c *Conn) deliver(msg []byte) {
+	if c.state == stateClosed || c.peerClosed {
+		return
+	}
+	now := c.lastRecv
+	ev, replies := c.ctl.handle(msg, now)
+	for _, r := range replies {
+		c.sendControl(now, r)
+	}
+	switch ev {
+	case evMalformed:
+		c.drop()
+	case evEstablished:
+		c.justEstablished = true
+		if c.dial {
+			c.lastSent = now
+		}
+	case evPeerClosed:
+		c.peerClosed = true
+	case evData:
+		if c.state == stateClosing {
+			return
+		}
+		// Messages that overtake NewIncomingConnection (a client that
+		// sends it on another channel) wait in the queue for the
+		// handshake.
+		c.readQ = append(c.readQ, append([]byte(nil), msg...))
+		c.readBytes += len(msg)
+		wake(&c.readWait)
+	}
+	if c.ctl.latency > 0 {
+		c.latency.Store(int64(c.ctl.latency))
+	}
+}
+
+// sendControl queues a control message; Send copies it.
+func (c *Conn) sendControl(now time.Time, r ctlReply) {
+	if _, err := c.layer.Send(now, r.b, r.rel, 0); err != nil && c.errLog < 3 {
+		// Only a full send buffer refuses one; the peer is not reading.
+		c.errLog++
+		c.cfg.log.Debug().Err(err).Msg("queue control message")
+	}
+}
+
+// establish marks the handshake complete.
+func (c *Conn) establish() {
+	if c.state != stateHandshake {
+		return
+	}
+	c.state = stateConnected
+	close(c.established)
+	if c.onEstablished != nil {
+		c.onEstablished(c)
+	}
+}
