@@ -87,6 +87,14 @@ type Receipt struct {
 	Acked bool
 }
 
+// connPool is which of a listener's pools counts a connection.
+type connPool uint8
+
+const (
+	poolHandshake connPool = iota
+	poolEstablished
+)
+
 type connState uint8
 
 const (
@@ -133,6 +141,8 @@ func orDefault(d, def time.Duration) time.Duration {
 // connConfig is what a Conn takes from its Listener or Dialer.
 type connConfig struct {
 	timeout, pingInterval, closeTimeout time.Duration
+	// handshakeTimeout bounds the handshake; 0 means timeout.
+	handshakeTimeout time.Duration
 	log                                 zerolog.Logger
 	// dropped, if set, also counts what the connection drops: the
 	// listener's total.
@@ -216,6 +226,8 @@ type Conn struct {
 	// remove is set when the connection closed under mu: unlock runs
 	// onClose.
 	remove bool
+	// pool is the listener's count the connection is in.
+	pool connPool
 
 	// onEstablished runs with c.mu held once the handshake completes (it
 	// must not block); onClose runs without c.mu once the connection is
@@ -310,6 +322,17 @@ func (c *Conn) unlock() {
 		// which ends once onClose closed the socket. A lingering one
 		// keeps reading for lingerTime but holds nothing of the caller's.
 		c.release()
+	}
+}
+
+// isEstablished reports whether the handshake completed; it takes no
+// lock.
+func (c *Conn) isEstablished() bool {
+	select {
+	case <-c.established:
+		return true
+	default:
+		return false
 	}
 }
 

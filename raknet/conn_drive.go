@@ -50,7 +50,7 @@ func (c *Conn) arm(now time.Time) {
 	}
 	switch c.state {
 	case stateHandshake:
-		earliest(c.ctl.created.Add(c.cfg.timeout))
+		earliest(c.handshakeDeadline())
 	case stateConnected:
 		earliest(c.lastRecv.Add(c.cfg.timeout))
 		earliest(c.lastSent.Add(c.cfg.pingInterval))
@@ -76,7 +76,7 @@ func (c *Conn) onTimer() {
 	c.timerAt = time.Time{}
 	switch c.state {
 	case stateHandshake:
-		if !now.Before(c.ctl.created.Add(c.cfg.timeout)) {
+		if !now.Before(c.handshakeDeadline()) {
 			c.finish(closedBy(ErrPeerTimeout))
 			return
 		}
@@ -99,6 +99,14 @@ func (c *Conn) onTimer() {
 	}
 	c.flush(now)
 	c.arm(now)
+}
+
+// handshakeDeadline is when an unfinished handshake ends.
+func (c *Conn) handshakeDeadline() time.Time {
+	if c.cfg.handshakeTimeout > 0 {
+		return c.ctl.created.Add(c.cfg.handshakeTimeout)
+	}
+	return c.ctl.created.Add(c.cfg.timeout)
 }
 
 // readFull reports whether the read queue is at its bound.
@@ -197,9 +205,12 @@ func (c *Conn) deliver(msg []byte) {
 		if c.state == stateClosing {
 			return
 		}
-		// Messages that overtake NewIncomingConnection (a client that
-		// sends it on another channel) wait in the queue for the
-		// handshake.
+		if !c.ctl.established() {
+			// No game data is held for a connection that has not
+			// completed its handshake: it is not yet anyone's.
+			c.drop()
+			return
+		}
 		c.readQ = append(c.readQ, append([]byte(nil), msg...))
 		c.readBytes += len(msg)
 		wake(&c.readWait)

@@ -17,8 +17,12 @@ import (
 const (
 	// socketBuffer is the kernel buffer size requested for sockets.
 	socketBuffer = 4 << 20
-	// maxDatagramSize is the read buffer: the largest UDP payload.
-	maxDatagramSize = 65535
+	// maxDatagramIn is the largest datagram read: the UDP payload of the
+	// largest MTU, IP and UDP headers included, which leaves headroom for
+	// peers that overshoot their MTU (some send ~1480 bytes at MTU 1492).
+	// Anything larger is no RakNet datagram and is dropped before it is
+	// decoded, so a peer cannot make us parse 64 KiB of ACK records.
+	maxDatagramIn = MaxMTU
 	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes an MTU
 	// includes.
 	ipv4Overhead = 28
@@ -96,6 +100,7 @@ type endpoint struct {
 	once  sync.Once
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
+	oversize  atomic.Uint64 // datagrams dropped for their size
 
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
@@ -139,11 +144,13 @@ func (e *endpoint) read(buf []byte) (int, netip.AddrPort, error) {
 	return n, addrPortOf(addr), nil
 }
 
-// readLoop reads datagrams and hands each non-empty one to handle, with
-// the time it was read, until the socket is closed. b is valid only
-// during the call.
+// readLoop reads datagrams and hands each non-empty one of at most
+// maxDatagramIn bytes to handle, with the time it was read, until the
+// socket is closed. b is valid only during the call.
 func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.Time)) {
-	buf := make([]byte, maxDatagramSize)
+	// One byte more than the largest datagram taken: a datagram that
+	// fills the buffer was larger (the kernel truncates it).
+	buf := make([]byte, maxDatagramIn+1)
 	for {
 		n, from, err := e.read(buf)
 		if err != nil {
@@ -159,6 +166,10 @@ func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.
 			continue
 		}
 		if n == 0 {
+			continue
+		}
+		if n > maxDatagramIn {
+			e.oversize.Add(1)
 			continue
 		}
 		handle(buf[:n], from, time.Now())

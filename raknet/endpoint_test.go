@@ -1,6 +1,7 @@
 package raknet
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -97,4 +98,45 @@ func TestNewGUIDSign(t *testing.T) {
 			t.Fatalf("server GUID %d, want positive", g)
 		}
 	}
+}
+
+// A datagram over maxDatagramIn is dropped unread and counted; one at the
+// limit is handled.
+func TestEndpointDropsOversize(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEndpoint(pc)
+	got := make(chan int, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, _ netip.AddrPort, _ time.Time) { got <- len(b) })
+	}()
+	c, err := net.Dial("udp4", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{maxDatagramIn + 1, 28_000, maxDatagramIn, 1} {
+		if _, err := c.Write(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []int{maxDatagramIn, 1} {
+		select {
+		case n := <-got:
+			if n != want {
+				t.Errorf("handled a %d-byte datagram, want %d", n, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no %d-byte datagram handled", want)
+		}
+	}
+	if n := e.oversize.Load(); n != 2 {
+		t.Errorf("oversize: got %d, want 2", n)
+	}
+	e.close()
+	<-done
 }

@@ -1,11 +1,15 @@
 package raknet
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
+
+// errShortProbe refuses an OpenConnectionRequest1 padded below MinMTU.
+var errShortProbe = errors.New("OPEN_CONNECTION_REQUEST_1 probes below the minimum MTU")
 
 // responder is the server side of the offline handshake as a pure
 // function of a request and what the listener knows: unconnected ping →
@@ -42,6 +46,11 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort) ([]byte, error) {
 	if _, err := m.Decode(b); err != nil {
 		return dst, err
 	}
+	if m.Size+overhead(from) < MinMTU {
+		// No real client probes below the minimum MTU; answering would
+		// send more than such a request carries.
+		return dst, errShortProbe
+	}
 	if !slices.Contains(r.protocols, m.Protocol) {
 		reply := wire.IncompatibleProtocolVersion{Protocol: r.protocols[0], ServerGUID: r.guid}
 		return reply.Append(dst), nil
@@ -60,11 +69,17 @@ const (
 	// again.
 	r2Resend
 	// r2Replace: another client process on the address of a connection
-	// (a restarted client): the old connection is closed, the new one
-	// accepted.
+	// still in its handshake (a client restarted at once): the old one is
+	// closed, the new one accepted.
 	r2Replace
+	// r2AlreadyConnected: another GUID at the address of an established
+	// connection, which stays: AlreadyConnected. A client that restarted
+	// on the same port gets in once the old connection timed out.
+	r2AlreadyConnected
 	// r2Full: no room: NoFreeIncomingConnections.
 	r2Full
+	// r2Drop: nothing is answered.
+	r2Drop
 )
 
 func (a r2Action) String() string {
@@ -75,16 +90,31 @@ func (a r2Action) String() string {
 		return "resend"
 	case r2Replace:
 		return "replace"
-	default:
+	case r2AlreadyConnected:
+		return "already-connected"
+	case r2Full:
 		return "full"
+	default:
+		return "drop"
 	}
 }
 
 // peerView is what the listener knows of a live connection from the
 // requesting address.
 type peerView struct {
-	guid   int64  // the GUID its OpenConnectionRequest2 named
-	reply2 []byte // the Reply2 it was sent
+	guid        int64  // the GUID its OpenConnectionRequest2 named
+	reply2      []byte // the Reply2 it was sent
+	established bool
+}
+
+// r2State is what the listener knows when an OpenConnectionRequest2
+// arrives.
+type r2State struct {
+	// live is the connection already at the peer's address, if any.
+	live *peerView
+	// full reports that established connections are at their cap;
+	// pendingFull that the pool of handshakes the request would join is.
+	full, pendingFull bool
 }
 
 // r2Decision is the responder's answer to an OpenConnectionRequest2.
@@ -93,27 +123,30 @@ type r2Decision struct {
 	mtu    int   // the MTU granted (r2Accept, r2Replace)
 	guid   int64 // the client's GUID
 	// reply is the datagram to send: Reply2 (r2Accept, r2Replace, and the
-	// stored one for r2Resend) or NoFreeIncomingConnections (r2Full).
+	// stored one for r2Resend), AlreadyConnected or
+	// NoFreeIncomingConnections.
 	reply []byte
 }
 
 // request2 decides what an OpenConnectionRequest2 from a peer leads to.
-// live is the connection already at the peer's address, if any; full
-// reports whether a new connection would exceed the listener's cap.
-func (r *responder) request2(dst, b []byte, from netip.AddrPort, live *peerView, full bool) (r2Decision, error) {
+func (r *responder) request2(dst, b []byte, from netip.AddrPort, st r2State) (r2Decision, error) {
 	var m wire.OpenConnectionRequest2
 	if _, err := m.Decode(b); err != nil {
 		return r2Decision{}, err
 	}
 	d := r2Decision{guid: m.ClientGUID, action: r2Accept}
-	if live != nil {
-		if live.guid == m.ClientGUID {
-			return r2Decision{action: r2Resend, guid: m.ClientGUID, reply: live.reply2}, nil
-		}
-		// The replaced connection leaves room for this one.
-		d.action, full = r2Replace, false
+	switch {
+	case st.live != nil && st.live.guid == m.ClientGUID:
+		return r2Decision{action: r2Resend, guid: m.ClientGUID, reply: st.live.reply2}, nil
+	case st.live != nil && st.live.established:
+		// An established connection is never displaced by a request.
+		reply := wire.Notice{ID: wire.IDAlreadyConnected, ServerGUID: r.guid}
+		return r2Decision{action: r2AlreadyConnected, guid: m.ClientGUID, reply: reply.Append(dst)}, nil
+	case st.live != nil:
+		// The replaced handshake leaves its room in the pool to this one.
+		d.action, st.pendingFull = r2Replace, false
 	}
-	if full {
+	if st.full || st.pendingFull {
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: r.guid}
 		return r2Decision{action: r2Full, guid: m.ClientGUID, reply: reply.Append(dst)}, nil
 	}

@@ -50,7 +50,7 @@ func TestResponderReply1(t *testing.T) {
 		{"1492 probe capped", v4, 11, 1492 - 28, 1400, false},
 		{"1200 probe", v4, 11, 1200 - 28, 1200, false},
 		{"IPv6 header counted", v6, 11, 1200 - 48, 1200, false},
-		{"tiny probe clamped", v4, 10, 100, MinMTU, false},
+		{"probe at the minimum", v4, 10, MinMTU - ipv4Overhead, MinMTU, false},
 		{"other version", v4, 9, 1000, 0, true},
 	} {
 		req := encode(&wire.OpenConnectionRequest1{Protocol: tc.proto, Size: tc.size})
@@ -78,7 +78,14 @@ func TestResponderRequest2(t *testing.T) {
 	req := func(guid int64, mtu uint16) []byte {
 		return encode(&wire.OpenConnectionRequest2{ServerAddr: netip.MustParseAddrPort("127.0.0.1:19132"), MTU: mtu, ClientGUID: guid})
 	}
-	d, err := r.request2(nil, req(-1, 1492), from, nil, false)
+	notice := func(b []byte) byte {
+		var n wire.Notice
+		if _, err := n.Decode(b); err != nil {
+			t.Fatalf("decode notice % x: %v", b, err)
+		}
+		return n.ID
+	}
+	d, err := r.request2(nil, req(-1, 1492), from, r2State{})
 	if err != nil || d.action != r2Accept || d.mtu != 1400 || d.guid != -1 {
 		t.Fatalf("new peer: got %+v (%v), want accept at 1400", d, err)
 	}
@@ -86,19 +93,53 @@ func TestResponderRequest2(t *testing.T) {
 	if _, err := reply.Decode(d.reply); err != nil || reply.ClientAddr != from || reply.MTU != 1400 || reply.ServerGUID != 99 {
 		t.Errorf("reply2: got %+v (%v)", reply, err)
 	}
-	live := &peerView{guid: -1, reply2: d.reply}
-	if d2, _ := r.request2(nil, req(-1, 1492), from, live, true); d2.action != r2Resend || !bytes.Equal(d2.reply, live.reply2) {
-		t.Errorf("retry: got %v, want resend of the stored reply", d2.action)
+	pending := &peerView{guid: -1, reply2: d.reply}
+	established := &peerView{guid: -1, reply2: d.reply, established: true}
+	for _, tc := range []struct {
+		name   string
+		guid   int64
+		st     r2State
+		want   r2Action
+		notice byte
+	}{
+		{"retry of a handshake", -1, r2State{live: pending, full: true, pendingFull: true}, r2Resend, 0},
+		{"retry once established", -1, r2State{live: established, full: true}, r2Resend, 0},
+		{"another GUID, handshake", -2, r2State{live: pending, pendingFull: true}, r2Replace, 0},
+		{"another GUID, established", -2, r2State{live: established}, r2AlreadyConnected, wire.IDAlreadyConnected},
+		{"another GUID, established, full", -2, r2State{live: established, full: true}, r2AlreadyConnected, wire.IDAlreadyConnected},
+		{"established at cap", -3, r2State{full: true}, r2Full, wire.IDNoFreeIncomingConnections},
+		{"handshake pool full", -3, r2State{pendingFull: true}, r2Full, wire.IDNoFreeIncomingConnections},
+	} {
+		d, err := r.request2(nil, req(tc.guid, 1000), from, tc.st)
+		if err != nil || d.action != tc.want {
+			t.Errorf("%s: got %v (%v), want %v", tc.name, d.action, err, tc.want)
+			continue
+		}
+		switch {
+		case tc.want == r2Resend && !bytes.Equal(d.reply, pending.reply2):
+			t.Errorf("%s: reply % x, want the stored one", tc.name, d.reply)
+		case tc.want == r2Replace && d.mtu != 1000:
+			t.Errorf("%s: MTU %d, want 1000", tc.name, d.mtu)
+		case tc.notice != 0 && notice(d.reply) != tc.notice:
+			t.Errorf("%s: notice %#x, want %#x", tc.name, notice(d.reply), tc.notice)
+		}
 	}
-	if d2, _ := r.request2(nil, req(-2, 1000), from, live, true); d2.action != r2Replace || d2.mtu != 1000 {
-		t.Errorf("another GUID: got %v at %d, want replace at 1000 even when full", d2.action, d2.mtu)
-	}
-	d2, _ := r.request2(nil, req(-3, 1000), from, nil, true)
-	var n wire.Notice
-	if _, err := n.Decode(d2.reply); d2.action != r2Full || err != nil || n.ID != wire.IDNoFreeIncomingConnections {
-		t.Errorf("full: got %v %+v (%v), want NoFreeIncomingConnections", d2.action, n, err)
-	}
-	if _, err := r.request2(nil, req(-1, 1400)[:20], from, nil, false); err == nil {
+	if _, err := r.request2(nil, req(-1, 1400)[:20], from, r2State{}); err == nil {
 		t.Error("truncated request: got no error")
+	}
+}
+
+func TestResponderShortProbe(t *testing.T) {
+	r := testResponder()
+	from := netip.MustParseAddrPort("127.0.0.2:1")
+	for _, size := range []int{wire.OpenConnectionRequest1MinSize, MinMTU - ipv4Overhead - 1} {
+		req := encode(&wire.OpenConnectionRequest1{Protocol: 11, Size: size})
+		if out, err := r.reply1(nil, req, from); err == nil || len(out) != 0 {
+			t.Errorf("%d-byte probe: got % x, %v; want no reply", len(req), out, err)
+		}
+	}
+	req := encode(&wire.OpenConnectionRequest1{Protocol: 11, Size: MinMTU - ipv4Overhead})
+	if out, err := r.reply1(nil, req, from); err != nil || len(out) == 0 {
+		t.Errorf("probe at the minimum MTU: got % x, %v; want a reply", out, err)
 	}
 }

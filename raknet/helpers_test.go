@@ -16,6 +16,9 @@ import (
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
+// maxDatagramSize is the largest UDP payload.
+const maxDatagramSize = 65535
+
 // rawClient speaks RakNet by hand over a UDP socket, to send what our
 // Dialer never would.
 type rawClient struct {
@@ -417,7 +420,7 @@ func TestLeakedGoroutinesSeesReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(leakedGoroutines()) == 0 {
+	if !waitFor(time.Second, func() bool { return len(leakedGoroutines()) > 0 }) {
 		t.Error("open listener: no goroutine reported")
 	}
 	_ = l.Close()

@@ -25,6 +25,15 @@ const (
 	// DefaultAcceptQueue is how many established connections may wait for
 	// Accept.
 	DefaultAcceptQueue = 256
+	// DefaultHandshakeTimeout is how long a connection may take from
+	// OpenConnectionRequest2 to NewIncomingConnection: one and a half round
+	// trips, plus resends on a bad link. A forged or abandoned handshake
+	// holds its place in the pool no longer than this.
+	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultMaxHandshakes bounds the connections in their handshake. They
+	// live in a pool of their own, apart from established connections, so
+	// a flood of handshakes never takes a player's place.
+	DefaultMaxHandshakes = 1024
 )
 
 // DefaultProtocolVersions are the RakNet protocol versions accepted unless
@@ -41,15 +50,21 @@ type ListenConfig struct {
 	// MaxMTU caps the MTU granted, clamped to [MinMTU, MaxMTU]; 0 means
 	// DefaultMaxMTU.
 	MaxMTU int
-	// MaxConnections caps connections, handshakes included; beyond it
-	// clients get NoFreeIncomingConnections. 0 means no cap.
+	// MaxConnections caps established connections; beyond it clients get
+	// NoFreeIncomingConnections. Connections in their handshake do not
+	// count (see MaxHandshakes). 0 means no cap.
 	MaxConnections int
+	// MaxHandshakes caps connections in their handshake; 0 means
+	// DefaultMaxHandshakes.
+	MaxHandshakes int
+	// HandshakeTimeout is how long a handshake may take; 0 means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// ProtocolVersions are the RakNet protocol versions accepted; others
 	// get IncompatibleProtocolVersion naming the first. Nil means
 	// DefaultProtocolVersions.
 	ProtocolVersions []byte
-	// Timeout is how long a silent peer (or an unfinished handshake) lives;
-	// 0 means DefaultTimeout.
+	// Timeout is how long a silent peer lives; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// PingInterval is how often connected pings are sent; 0 means
 	// DefaultPingInterval.
@@ -84,6 +99,7 @@ type ListenerStats struct {
 	// connection included. Dropping never blocks the sender's address.
 	Dropped     uint64
 	Connections int // open now, handshakes included
+	Handshaking int // in their handshake now
 }
 
 // Listener accepts RakNet connections on one UDP socket and answers
@@ -107,6 +123,10 @@ type Listener struct {
 	closed bool // set by Close under mu: no new connections
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
+	// pending and established count the connections in and past their
+	// handshake; each changes under mu or, for a connection that
+	// completes its handshake, atomically with its move.
+	pending, nEstablished atomic.Int64
 
 	// Used only by the read goroutine.
 	out []byte
@@ -167,7 +187,11 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.resp = responder{guid: l.cfg.GUID, protocols: l.cfg.ProtocolVersions, maxMTU: maxMTUOr(lc.MaxMTU, DefaultMaxMTU)}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
+	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
 	l.connCfg.dropped = &l.dropped
+	if l.cfg.MaxHandshakes <= 0 {
+		l.cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
 	empty := []byte{}
 	l.pong.Store(&empty)
 	l.wg.Go(func() { l.ep.readLoop(l.handle) })
@@ -199,7 +223,8 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.RUnlock()
 	return ListenerStats{
 		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
-		Refused: l.refused.Load(), Dropped: l.dropped.Load(), Connections: n,
+		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
+		Handshaking: int(l.pending.Load()),
 	}
 }
 
@@ -289,14 +314,9 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	}
 }
 
-// full reports whether a new connection would exceed MaxConnections.
+// full reports whether established connections are at MaxConnections.
 func (l *Listener) full() bool {
-	if l.cfg.MaxConnections <= 0 {
-		return false
-	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.conns) >= l.cfg.MaxConnections
+	return l.cfg.MaxConnections > 0 && l.nEstablished.Load() >= int64(l.cfg.MaxConnections)
 }
 
 // handleRequest2 carries out the responder's decision on an
@@ -307,17 +327,18 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 		l.mu.Unlock()
 		return nil
 	}
-	var live *peerView
+	var st r2State
 	old := l.conns[k]
 	if old != nil {
 		select {
 		case <-old.closed:
 		default:
-			live = &peerView{guid: old.guid, reply2: old.reply2}
+			st.live = &peerView{guid: old.guid, reply2: old.reply2, established: old.isEstablished()}
 		}
 	}
-	full := l.cfg.MaxConnections > 0 && len(l.conns) >= l.cfg.MaxConnections
-	d, err := l.resp.request2(l.out[:0], b, from, live, full)
+	st.full = l.full()
+	st.pendingFull = l.pending.Load() >= int64(l.cfg.MaxHandshakes)
+	d, err := l.resp.request2(l.out[:0], b, from, st)
 	if err != nil {
 		l.mu.Unlock()
 		return err
@@ -328,10 +349,13 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 		l.mu.Unlock()
 		l.out = append(l.out[:0], d.reply...)
 		return nil
-	case r2Full:
+	case r2Full, r2AlreadyConnected:
 		l.mu.Unlock()
 		l.refused.Add(1)
 		l.out = d.reply
+		return nil
+	case r2Drop:
+		l.mu.Unlock()
 		return nil
 	case r2Replace:
 		// Another client process on the same address: the old one is
@@ -359,19 +383,30 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 	// The connection exists before the reply leaves, so the client's next
 	// datagram always finds it.
 	l.conns[k] = c
+	l.pending.Add(1)
 	l.mu.Unlock()
 	l.handshakes.Add(1)
 	l.out = d.reply
 	return nil
 }
 
-// established queues a connection for Accept. It runs with c.mu held.
+// established moves a connection out of the handshake pool and queues it
+// for Accept, or refuses it when established connections are at their
+// cap or the accept queue is full. It runs with c.mu held.
 func (l *Listener) established(c *Conn) {
 	select {
 	case <-l.done:
 		c.abort(net.ErrClosed, true)
 		return
 	default:
+	}
+	l.pending.Add(-1)
+	c.pool = poolEstablished
+	if n := l.nEstablished.Add(1); l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections) {
+		// Handshakes that completed together overshot the cap.
+		l.refused.Add(1)
+		c.abort(net.ErrClosed, true)
+		return
 	}
 	select {
 	case l.accept <- c:
@@ -392,6 +427,11 @@ func (l *Listener) removeConn(c *Conn) {
 	l.mu.Lock()
 	if l.conns[c.raddr] == c {
 		delete(l.conns, c.raddr)
+	}
+	if c.pool == poolEstablished {
+		l.nEstablished.Add(-1)
+	} else {
+		l.pending.Add(-1)
 	}
 	closed := l.closed
 	l.mu.Unlock()

@@ -154,7 +154,7 @@ func TestMTUNegotiation(t *testing.T) {
 	}{
 		{"default cap", 0, 1492, 1400, 1492, 1400},
 		{"below cap", 0, 1200, 1200, 1200, 1200},
-		{"below minimum", 0, 400, MinMTU, 400, MinMTU},
+		{"request2 below minimum", 0, MinMTU, MinMTU, 400, MinMTU},
 		{"configured cap", 1000, 1492, 1000, 1000, 1000},
 		{"cap above the largest", 9000, 1492, 1492, 1492, 1492},
 		{"cap below the minimum", 100, 1492, MinMTU, 1492, MinMTU},
@@ -225,36 +225,57 @@ func TestAcceptedResentUntilAcked(t *testing.T) {
 	}
 }
 
-// A client on the same address with another GUID replaces the old
-// connection (a restarted client process): the old one is closed and the
-// new one is accepted with its own GUID.
-func TestRequest2FromNewClientReplacesOld(t *testing.T) {
-	l := listenTest(t, ListenConfig{})
+// A client on the same address with another GUID does not displace an
+// established connection: it gets AlreadyConnected and the connection
+// stays. Once the old connection timed out (a client restarted on the same
+// port stops answering it), the new client gets in.
+func TestRequest2FromNewClientAlreadyConnected(t *testing.T) {
+	l := listenTest(t, ListenConfig{Timeout: 300 * time.Millisecond, CloseTimeout: 50 * time.Millisecond})
 	r := newRawClient(t, l.Addr())
 	r.open(1400, -1)
 	r.connectionRequest(-1)
 	nic := wire.NewIncomingConnection{ServerAddr: r.server}
 	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
 	old := acceptTest(t, l)
-	if old.GUID() != -1 {
-		t.Fatalf("first connection GUID: got %d, want -1", old.GUID())
+	r.send(r.request2(1400, -2))
+	r.expect(wire.IDAlreadyConnected, time.Second)
+	select {
+	case <-old.Done():
+		t.Fatal("established connection closed by another client's request")
+	default:
+	}
+	// The old client is gone; its connection times out.
+	select {
+	case <-old.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("old connection did not time out")
 	}
 	r.seq, r.rel, r.ord = 0, 0, 0
 	r.send(r.request2(1400, -2))
 	r.expect(wire.IDOpenConnectionReply2, time.Second)
-	select {
-	case <-old.Done():
-	case <-time.After(time.Second):
-		t.Fatal("old connection still open after a new client took its address")
-	}
 	r.connectionRequest(-2)
 	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
-	c := acceptTest(t, l)
-	if c.GUID() != -2 {
+	if c := acceptTest(t, l); c.GUID() != -2 {
 		t.Errorf("new connection GUID: got %d, want -2", c.GUID())
 	}
-	if n := l.Stats().Connections; n != 1 {
-		t.Errorf("connections: got %d, want 1", n)
+}
+
+// A client on the same address with another GUID replaces a connection
+// still in its handshake: a client restarted at once.
+func TestRequest2FromNewClientReplacesHandshake(t *testing.T) {
+	l := listenTest(t, ListenConfig{})
+	r := newRawClient(t, l.Addr())
+	r.open(1400, -1)
+	r.send(r.request2(1400, -2))
+	r.expect(wire.IDOpenConnectionReply2, time.Second)
+	r.connectionRequest(-2)
+	nic := wire.NewIncomingConnection{ServerAddr: r.server}
+	r.sendFrames(r.frame(wire.ReliableOrdered, nic.Append(nil)))
+	if c := acceptTest(t, l); c.GUID() != -2 {
+		t.Errorf("connection GUID: got %d, want -2", c.GUID())
+	}
+	if st := l.Stats(); st.Connections != 1 || st.Handshaking != 0 {
+		t.Errorf("got %d connections, %d handshaking, want 1, 0", st.Connections, st.Handshaking)
 	}
 }
 
@@ -330,21 +351,24 @@ func TestFullServer(t *testing.T) {
 // A client that never finishes the handshake leaves nothing behind.
 func TestAbandonedHandshakeIsForgotten(t *testing.T) {
 	checkGoroutines(t)
-	l, err := ListenConfig{Timeout: 200 * time.Millisecond}.Listen("127.0.0.1:0")
+	l, err := ListenConfig{HandshakeTimeout: 200 * time.Millisecond}.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	r := newRawClient(t, l.Addr())
 	r.open(1400, -1)
-	if n := l.Stats().Connections; n != 1 {
-		t.Fatalf("connections after Reply2: got %d, want 1", n)
+	if st := l.Stats(); st.Connections != 1 || st.Handshaking != 1 {
+		t.Fatalf("after Reply2: got %d connections, %d handshaking, want 1, 1", st.Connections, st.Handshaking)
 	}
 	r2 := newRawClient(t, l.Addr())
 	r2.open(1400, -2)
 	r2.connectionRequest(-2) // stops before NewIncomingConnection
 	if !waitFor(2*time.Second, func() bool { return l.Stats().Connections == 0 }) {
 		t.Fatalf("connections: got %d 2 s after the handshakes stopped, want 0", l.Stats().Connections)
+	}
+	if n := l.Stats().Handshaking; n != 0 {
+		t.Errorf("handshaking: got %d, want 0", n)
 	}
 }
 
