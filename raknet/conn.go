@@ -143,7 +143,7 @@ type connConfig struct {
 	timeout, pingInterval, closeTimeout time.Duration
 	// handshakeTimeout bounds the handshake; 0 means timeout.
 	handshakeTimeout time.Duration
-	log                                 zerolog.Logger
+	log              zerolog.Logger
 	// dropped, if set, also counts what the connection drops: the
 	// listener's total.
 	dropped *atomic.Uint64
