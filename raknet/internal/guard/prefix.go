@@ -143,6 +143,10 @@ type prefixSet struct {
 	_    [128 - 8 - prefixWays*24]byte
 }
 
+// noPrefix is the lo of a way that has never held a prefix: IPv6 keys
+// have lo zero and IPv4 keys have the ::ffff: bits set, so none equals it.
+const noPrefix = 1
+
 // prefixWay is a prefix (the two halves of its masked 16-byte address) and
 // the tat of its bucket (see rate).
 type prefixWay struct {
@@ -201,7 +205,7 @@ func NewPrefixLimiter(cfg PrefixConfig) *PrefixLimiter {
 	}
 	for i := range l.sets {
 		for j := range l.sets[i].ways {
-			l.sets[i].ways[j].tat = emptyTAT
+			l.sets[i].ways[j] = prefixWay{lo: noPrefix, tat: emptyTAT}
 		}
 	}
 	return l
