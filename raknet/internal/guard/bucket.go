@@ -43,7 +43,7 @@ func newRate(perSecond, burst int64) rate {
 	if perSecond < 1 || perSecond > MaxRate {
 		panic(fmt.Sprintf("guard: rate %d per second outside [1, %d]", perSecond, MaxRate))
 	}
-	if burst < 1 || time.Duration(burst/perSecond) >= maxWindow/time.Second {
+	if burst < 1 || burst/perSecond >= int64(maxWindow/time.Second) {
 		panic(fmt.Sprintf("guard: burst %d at %d per second outside [1, %v]", burst, perSecond, maxWindow))
 	}
 	r := rate{perToken: (uint64(time.Second) << 32) / uint64(perSecond), burst: burst}

@@ -102,9 +102,10 @@ type BudgetConfig struct {
 //     Total. Growing beyond the floor (borrowing) needs the charges to
 //     stay within Total − Headroom and the account to stay within its
 //     share, max(floor, Total/active). Borrowers therefore never touch the
-//     Headroom, which stays for floors: a connection arriving after the
-//     others have borrowed everything they could still gets its floor,
-//     until Headroom/floor accounts have arrived after them. A busy
+//     Headroom, which stays for floors: however the accounts before it
+//     borrowed, a connection arriving later gets its floor as long as the
+//     floors of the other latecomers leave room (with the defaults, 32
+//     pre-login or 64 logged-in floors fit in the Headroom alone). A busy
 //     account may use up to Total − Headroom while the others are idle
 //     (holding nothing), and Total/active once there are others.
 //
@@ -343,7 +344,7 @@ func (a *Account) Release(n int) {
 // passes the handshake and the login. It reports false, and changes
 // nothing, if the account is closed, holds more than c's cap, or is active
 // and c's higher floor does not fit in the budget; the caller may retry
-// later or close the connection.
+// later or close the connection. It panics if c is not a Class constant.
 func (a *Account) SetClass(c Class) bool {
 	if c > ClassLoggedIn {
 		panic(fmt.Sprintf("guard: SetClass(%v)", c))
