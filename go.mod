@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/df-mc/go-nethernet => github.com/df-mc/go-nethernet v1.0.20
 
 require (
+	github.com/dchest/siphash v1.2.3
 	github.com/df-mc/atomic v1.10.0
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/compress v1.18.2
