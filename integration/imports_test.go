@@ -23,7 +23,8 @@ func TestImportDirection(t *testing.T) {
 		{mod + "/motd", nil},
 		{mod + "/raknet/internal/wire", nil},
 		{mod + "/raknet/internal/reliability", []string{mod + "/raknet/internal/wire"}},
-		{mod + "/raknet", []string{mod + "/raknet/internal/", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net"}},
+		{mod + "/raknet/internal/guard", []string{"github.com/dchest/siphash"}},
+		{mod + "/raknet", []string{mod + "/raknet/internal/", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{mod + "/session", []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
 		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", "github.com/", "golang.org/x/"}},
 	}

@@ -145,8 +145,9 @@ type connConfig struct {
 	handshakeTimeout time.Duration
 	log              zerolog.Logger
 	// dropped, if set, also counts what the connection drops: the
-	// listener's total.
-	dropped *atomic.Uint64
+	// listener's total; amplification counts datagrams the 3× rule held
+	// back.
+	dropped, amplification *atomic.Uint64
 	// readQueue, readQueueBytes and sendBuffer override maxReadQueue,
 	// maxReadQueueBytes and the layer's send buffer when positive (tests).
 	readQueue, readQueueBytes, sendBuffer int
@@ -226,8 +227,15 @@ type Conn struct {
 	// remove is set when the connection closed under mu: unlock runs
 	// onClose.
 	remove bool
-	// pool is the listener's count the connection is in.
-	pool connPool
+	// pool is the listener's count the connection is in; unproven is set
+	// for one admitted without a cookie.
+	pool     connPool
+	unproven bool
+	// While amp is set (a listener's connection in its handshake), the
+	// connection sends at most ampFactor times the bytes it received:
+	// ampIn and ampOut count them.
+	amp           bool
+	ampIn, ampOut int
 
 	// onEstablished runs with c.mu held once the handshake completes (it
 	// must not block); onClose runs without c.mu once the connection is

@@ -28,6 +28,19 @@ func (c *Conn) flushCopies(now time.Time, copies int) {
 			return
 		}
 		*bp = d
+		if c.amp {
+			if c.ampOut+len(d)*copies > ampFactor*c.ampIn {
+				// Over the anti-amplification budget: the datagram is
+				// lost to the layer, which resends it once the peer has
+				// sent more.
+				datagramBuffers.Put(bp)
+				if c.cfg.amplification != nil {
+					c.cfg.amplification.Add(1)
+				}
+				continue
+			}
+			c.ampOut += len(d) * copies
+		}
 		if c.out == nil {
 			c.out = outboxes.Get().(*outbox)
 		}
@@ -122,6 +135,9 @@ func (c *Conn) handle(b []byte, now time.Time) {
 		return
 	}
 	c.lastRecv = now
+	if c.amp {
+		c.ampIn += len(b)
+	}
 	if b[0]&(wire.FlagACK|wire.FlagNACK) == 0 && c.readFull() {
 		// Flow control: nobody reads, so refuse data without
 		// acknowledging it. The peer resends it later, backing off.
@@ -235,6 +251,7 @@ func (c *Conn) establish() {
 		return
 	}
 	c.state = stateConnected
+	c.amp = false
 	close(c.established)
 	if c.onEstablished != nil {
 		c.onEstablished(c)

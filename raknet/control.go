@@ -96,6 +96,9 @@ type control struct {
 	// latency is the smoothed round trip of connected pings, 0 before the
 	// first pong.
 	latency time.Duration
+	// systemAddrs is how many system addresses ConnectionRequestAccepted
+	// and NewIncomingConnection carry: 20 as Bedrock sends, 10 as RakNet.
+	systemAddrs int
 
 	replies [2]ctlReply
 	// buf holds the replies' encodings until the next call.
@@ -104,7 +107,7 @@ type control struct {
 
 // newControl returns the control protocol of a connection created at now.
 func newControl(dial bool, peer netip.AddrPort, now time.Time) control {
-	c := control{dial: dial, created: now, peer: peer, phase: phaseAwaitRequest}
+	c := control{dial: dial, created: now, peer: peer, phase: phaseAwaitRequest, systemAddrs: wire.MaxSystemAddresses}
 	if dial {
 		c.phase = phaseAwaitAccepted
 	}
@@ -204,7 +207,7 @@ func (c *control) onRequest(msg []byte, now time.Time) (ctlEvent, []ctlReply) {
 	c.guid = m.ClientGUID
 	c.phase = phaseAwaitNIC
 	acc := wire.ConnectionRequestAccepted{ClientAddr: c.peer, RequestTime: m.Time, AcceptTime: c.timestamp(now)}
-	acc.SystemAddrs.N = wire.MaxSystemAddresses
+	acc.SystemAddrs.N = c.systemAddrs
 	c.replies[0] = ctlReply{acc.Append(c.buf[:0]), wire.ReliableOrdered}
 	return evNone, c.replies[:1]
 }
@@ -221,7 +224,7 @@ func (c *control) onAccepted(msg []byte, now time.Time) (ctlEvent, []ctlReply) {
 	}
 	c.phase = phaseEstablished
 	nic := wire.NewIncomingConnection{ServerAddr: c.peer, PingTime: m.AcceptTime, PongTime: c.timestamp(now)}
-	nic.SystemAddrs.N = wire.MaxSystemAddresses
+	nic.SystemAddrs.N = c.systemAddrs
 	b := nic.Append(c.buf[:0])
 	c.replies[0] = ctlReply{b, wire.ReliableOrdered}
 	c.pingSent, c.pingStamp = now, c.timestamp(now)

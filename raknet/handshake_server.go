@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -21,7 +23,17 @@ type responder struct {
 	guid      int64
 	protocols []byte // accepted RakNet protocol versions; the first is ours
 	maxMTU    int
+	// cookies signs Reply1's cookie; nil sends none (tests of the rest).
+	cookies *guard.Cookies
 }
+
+// minCookieProtocol is the first RakNet protocol version whose clients are
+// sent a cookie. Clients of protocol 10 in use (rust-raknet and
+// jsp-raknet, the backends of PrismarineJS bedrock-protocol) read
+// OpenConnectionReply1 as if it had no security field, so a cookie would
+// corrupt the MTU they read; they are admitted without one, into the
+// small pool of unproven handshakes.
+const minCookieProtocol = 11
 
 // pong answers an unconnected ping (0x01, or 0x02 which is answered only
 // while open reports free slots) with data as the pong's payload. It
@@ -41,7 +53,7 @@ func (r *responder) pong(dst, b, data []byte, open bool) ([]byte, error) {
 // reply1 answers OpenConnectionRequest1 from a peer: Reply1 granting the
 // probed MTU (the padded size plus the IP and UDP headers) within our
 // bounds, or IncompatibleProtocolVersion naming our version.
-func (r *responder) reply1(dst, b []byte, from netip.AddrPort) ([]byte, error) {
+func (r *responder) reply1(dst, b []byte, from netip.AddrPort, now time.Time) ([]byte, error) {
 	var m wire.OpenConnectionRequest1
 	if _, err := m.Decode(b); err != nil {
 		return dst, err
@@ -56,6 +68,9 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort) ([]byte, error) {
 		return reply.Append(dst), nil
 	}
 	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(m.Size+overhead(from), r.maxMTU))}
+	if r.cookies != nil && m.Protocol >= minCookieProtocol {
+		reply.Security, reply.Cookie = true, r.cookies.Issue(key(from), m.Protocol, now)
+	}
 	return reply.Append(dst), nil
 }
 
@@ -110,6 +125,9 @@ type peerView struct {
 // r2State is what the listener knows when an OpenConnectionRequest2
 // arrives.
 type r2State struct {
+	// unprovenFull reports that the pool of handshakes admitted without
+	// a cookie is full.
+	unprovenFull bool
 	// live is the connection already at the peer's address, if any.
 	live *peerView
 	// full reports that established connections are at their cap;
@@ -120,6 +138,10 @@ type r2State struct {
 // r2Decision is the responder's answer to an OpenConnectionRequest2.
 type r2Decision struct {
 	action r2Action
+	// proven is set when the request echoed a valid cookie: the client
+	// receives at its address. An unproven request joins the pool of
+	// unproven handshakes.
+	proven bool
 	mtu    int   // the MTU granted (r2Accept, r2Replace)
 	guid   int64 // the client's GUID
 	// reply is the datagram to send: Reply2 (r2Accept, r2Replace, and the
@@ -128,30 +150,59 @@ type r2Decision struct {
 	reply []byte
 }
 
-// request2 decides what an OpenConnectionRequest2 from a peer leads to.
-func (r *responder) request2(dst, b []byte, from netip.AddrPort, st r2State) (r2Decision, error) {
-	var m wire.OpenConnectionRequest2
+// check2 decodes an OpenConnectionRequest2 from a peer at now and checks
+// its cookie: proven when it echoes one we issued for the address (or
+// when no cookies are issued), badCookie when it carries another. One
+// without a cookie is neither.
+func (r *responder) check2(b []byte, from netip.AddrPort, now time.Time) (m wire.OpenConnectionRequest2, proven, badCookie bool, err error) {
 	if _, err := m.Decode(b); err != nil {
-		return r2Decision{}, err
+		return m, false, false, err
 	}
-	d := r2Decision{guid: m.ClientGUID, action: r2Accept}
+	if r.cookies == nil {
+		return m, true, false, nil
+	}
+	if !m.HasCookie {
+		return m, false, false, nil
+	}
+	for _, p := range r.protocols {
+		if p >= minCookieProtocol && r.cookies.Verify(key(from), p, m.Cookie, now) {
+			return m, true, false, nil
+		}
+	}
+	return m, false, true, nil
+}
+
+// request2 decides what a checked OpenConnectionRequest2 from a peer
+// leads to. One without a cookie is admitted only into the pool of
+// unproven handshakes, and never displaces a connection.
+func (r *responder) request2(dst []byte, m *wire.OpenConnectionRequest2, proven bool, from netip.AddrPort, st r2State) r2Decision {
+	d := r2Decision{guid: m.ClientGUID, action: r2Accept, proven: proven}
 	switch {
 	case st.live != nil && st.live.guid == m.ClientGUID:
-		return r2Decision{action: r2Resend, guid: m.ClientGUID, reply: st.live.reply2}, nil
-	case st.live != nil && st.live.established:
-		// An established connection is never displaced by a request.
+		d.action, d.reply = r2Resend, st.live.reply2
+		return d
+	case st.live != nil && (st.live.established || !proven):
+		// An established connection is never displaced by a request, nor
+		// any connection by an unproven one.
 		reply := wire.Notice{ID: wire.IDAlreadyConnected, ServerGUID: r.guid}
-		return r2Decision{action: r2AlreadyConnected, guid: m.ClientGUID, reply: reply.Append(dst)}, nil
+		d.action, d.reply = r2AlreadyConnected, reply.Append(dst)
+		return d
 	case st.live != nil:
 		// The replaced handshake leaves its room in the pool to this one.
 		d.action, st.pendingFull = r2Replace, false
 	}
-	if st.full || st.pendingFull {
+	if !proven && st.unprovenFull {
+		// An unproven address gets no reply it could be reflected with.
+		d.action = r2Drop
+		return d
+	}
+	if st.full || (proven && st.pendingFull) {
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: r.guid}
-		return r2Decision{action: r2Full, guid: m.ClientGUID, reply: reply.Append(dst)}, nil
+		d.action, d.reply = r2Full, reply.Append(dst)
+		return d
 	}
 	d.mtu = clampMTU(int(m.MTU), r.maxMTU)
 	reply := wire.OpenConnectionReply2{ServerGUID: r.guid, ClientAddr: key(from), MTU: uint16(d.mtu)}
 	d.reply = reply.Append(dst)
-	return d, nil
+	return d
 }

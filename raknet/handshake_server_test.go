@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -54,7 +56,7 @@ func TestResponderReply1(t *testing.T) {
 		{"other version", v4, 9, 1000, 0, true},
 	} {
 		req := encode(&wire.OpenConnectionRequest1{Protocol: tc.proto, Size: tc.size})
-		out, err := r.reply1(nil, req, tc.from)
+		out, err := r.reply1(nil, req, tc.from, ctlT0)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -75,8 +77,8 @@ func TestResponderReply1(t *testing.T) {
 func TestResponderRequest2(t *testing.T) {
 	r := testResponder()
 	from := netip.MustParseAddrPort("127.0.0.2:5000")
-	req := func(guid int64, mtu uint16) []byte {
-		return encode(&wire.OpenConnectionRequest2{ServerAddr: netip.MustParseAddrPort("127.0.0.1:19132"), MTU: mtu, ClientGUID: guid})
+	req := func(guid int64, mtu uint16) *wire.OpenConnectionRequest2 {
+		return &wire.OpenConnectionRequest2{ServerAddr: netip.MustParseAddrPort("127.0.0.1:19132"), MTU: mtu, ClientGUID: guid}
 	}
 	notice := func(b []byte) byte {
 		var n wire.Notice
@@ -85,9 +87,9 @@ func TestResponderRequest2(t *testing.T) {
 		}
 		return n.ID
 	}
-	d, err := r.request2(nil, req(-1, 1492), from, r2State{})
-	if err != nil || d.action != r2Accept || d.mtu != 1400 || d.guid != -1 {
-		t.Fatalf("new peer: got %+v (%v), want accept at 1400", d, err)
+	d := r.request2(nil, req(-1, 1492), true, from, r2State{})
+	if d.action != r2Accept || d.mtu != 1400 || d.guid != -1 {
+		t.Fatalf("new peer: got %+v, want accept at 1400", d)
 	}
 	var reply wire.OpenConnectionReply2
 	if _, err := reply.Decode(d.reply); err != nil || reply.ClientAddr != from || reply.MTU != 1400 || reply.ServerGUID != 99 {
@@ -98,21 +100,26 @@ func TestResponderRequest2(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		guid   int64
+		proven bool
 		st     r2State
 		want   r2Action
 		notice byte
 	}{
-		{"retry of a handshake", -1, r2State{live: pending, full: true, pendingFull: true}, r2Resend, 0},
-		{"retry once established", -1, r2State{live: established, full: true}, r2Resend, 0},
-		{"another GUID, handshake", -2, r2State{live: pending, pendingFull: true}, r2Replace, 0},
-		{"another GUID, established", -2, r2State{live: established}, r2AlreadyConnected, wire.IDAlreadyConnected},
-		{"another GUID, established, full", -2, r2State{live: established, full: true}, r2AlreadyConnected, wire.IDAlreadyConnected},
-		{"established at cap", -3, r2State{full: true}, r2Full, wire.IDNoFreeIncomingConnections},
-		{"handshake pool full", -3, r2State{pendingFull: true}, r2Full, wire.IDNoFreeIncomingConnections},
+		{"retry of a handshake", -1, true, r2State{live: pending, full: true, pendingFull: true}, r2Resend, 0},
+		{"retry once established", -1, true, r2State{live: established, full: true}, r2Resend, 0},
+		{"another GUID, handshake", -2, true, r2State{live: pending, pendingFull: true}, r2Replace, 0},
+		{"another GUID, established", -2, true, r2State{live: established}, r2AlreadyConnected, wire.IDAlreadyConnected},
+		{"another GUID, established, full", -2, true, r2State{live: established, full: true}, r2AlreadyConnected, wire.IDAlreadyConnected},
+		{"established at cap", -3, true, r2State{full: true}, r2Full, wire.IDNoFreeIncomingConnections},
+		{"handshake pool full", -3, true, r2State{pendingFull: true}, r2Full, wire.IDNoFreeIncomingConnections},
+		{"unproven", -3, false, r2State{pendingFull: true}, r2Accept, 0},
+		{"unproven, its pool full", -3, false, r2State{unprovenFull: true}, r2Drop, 0},
+		{"unproven at a handshake", -2, false, r2State{live: pending}, r2AlreadyConnected, wire.IDAlreadyConnected},
+		{"unproven retry", -1, false, r2State{live: pending, unprovenFull: true}, r2Resend, 0},
 	} {
-		d, err := r.request2(nil, req(tc.guid, 1000), from, tc.st)
-		if err != nil || d.action != tc.want {
-			t.Errorf("%s: got %v (%v), want %v", tc.name, d.action, err, tc.want)
+		d := r.request2(nil, req(tc.guid, 1000), tc.proven, from, tc.st)
+		if d.action != tc.want || d.proven != tc.proven {
+			t.Errorf("%s: got %v (proven %v), want %v", tc.name, d.action, d.proven, tc.want)
 			continue
 		}
 		switch {
@@ -120,12 +127,69 @@ func TestResponderRequest2(t *testing.T) {
 			t.Errorf("%s: reply % x, want the stored one", tc.name, d.reply)
 		case tc.want == r2Replace && d.mtu != 1000:
 			t.Errorf("%s: MTU %d, want 1000", tc.name, d.mtu)
+		case tc.want == r2Drop && len(d.reply) != 0:
+			t.Errorf("%s: reply % x, want none", tc.name, d.reply)
 		case tc.notice != 0 && notice(d.reply) != tc.notice:
 			t.Errorf("%s: notice %#x, want %#x", tc.name, notice(d.reply), tc.notice)
 		}
 	}
-	if _, err := r.request2(nil, req(-1, 1400)[:20], from, r2State{}); err == nil {
+}
+
+// Reply1 carries a cookie for protocol 11 and none for 10; Request2 is
+// proven by the cookie of its address, refused with another, unproven
+// without one.
+func TestResponderCookies(t *testing.T) {
+	r := testResponder()
+	r.cookies = guard.NewCookies([16]byte{1, 2, 3}, 10*time.Second)
+	from := netip.MustParseAddrPort("127.0.0.2:5000")
+	reply1 := func(proto byte, now time.Time) wire.OpenConnectionReply1 {
+		out, err := r.reply1(nil, encode(&wire.OpenConnectionRequest1{Protocol: proto, Size: 1200}), from, now)
+		var m wire.OpenConnectionReply1
+		if err == nil {
+			_, err = m.Decode(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := reply1(10, ctlT0); m.Security {
+		t.Errorf("protocol 10: got a cookie, want none")
+	}
+	m := reply1(11, ctlT0)
+	if !m.Security {
+		t.Fatal("protocol 11: got no cookie")
+	}
+	req2 := func(cookie uint32, has bool, src netip.AddrPort) []byte {
+		return encode(&wire.OpenConnectionRequest2{HasCookie: has, Cookie: cookie, ServerAddr: from, MTU: 1200, ClientGUID: -1})
+	}
+	for _, tc := range []struct {
+		name              string
+		b                 []byte
+		src               netip.AddrPort
+		at                time.Duration
+		wantProven, wantB bool
+	}{
+		{"echoed", req2(m.Cookie, true, from), from, time.Second, true, false},
+		{"echoed a period later", req2(m.Cookie, true, from), from, 15 * time.Second, true, false},
+		{"echoed too late", req2(m.Cookie, true, from), from, 25 * time.Second, false, true},
+		{"another port", req2(m.Cookie, true, from), netip.MustParseAddrPort("127.0.0.2:5001"), time.Second, false, true},
+		{"forged", req2(m.Cookie^1, true, from), from, time.Second, false, true},
+		{"none", req2(0, false, from), from, time.Second, false, false},
+	} {
+		_, proven, bad, err := r.check2(tc.b, tc.src, ctlT0.Add(tc.at))
+		if err != nil || proven != tc.wantProven || bad != tc.wantB {
+			t.Errorf("%s: got proven %v, bad %v (%v), want %v, %v", tc.name, proven, bad, err, tc.wantProven, tc.wantB)
+		}
+	}
+	if _, _, _, err := r.check2(req2(0, false, from)[:20], from, ctlT0); err == nil {
 		t.Error("truncated request: got no error")
+	}
+	// Answering a ping or a probe allocates nothing.
+	probe := encode(&wire.OpenConnectionRequest1{Protocol: 11, Size: 1200})
+	buf := make([]byte, 0, 1500)
+	if n := testing.AllocsPerRun(100, func() { buf, _ = r.reply1(buf[:0], probe, from, ctlT0) }); n != 0 {
+		t.Errorf("reply1: got %v allocations, want 0", n)
 	}
 }
 
@@ -134,12 +198,12 @@ func TestResponderShortProbe(t *testing.T) {
 	from := netip.MustParseAddrPort("127.0.0.2:1")
 	for _, size := range []int{wire.OpenConnectionRequest1MinSize, MinMTU - ipv4Overhead - 1} {
 		req := encode(&wire.OpenConnectionRequest1{Protocol: 11, Size: size})
-		if out, err := r.reply1(nil, req, from); err == nil || len(out) != 0 {
+		if out, err := r.reply1(nil, req, from, ctlT0); err == nil || len(out) != 0 {
 			t.Errorf("%d-byte probe: got % x, %v; want no reply", len(req), out, err)
 		}
 	}
 	req := encode(&wire.OpenConnectionRequest1{Protocol: 11, Size: MinMTU - ipv4Overhead})
-	if out, err := r.reply1(nil, req, from); err != nil || len(out) == 0 {
+	if out, err := r.reply1(nil, req, from, ctlT0); err != nil || len(out) == 0 {
 		t.Errorf("probe at the minimum MTU: got % x, %v; want a reply", out, err)
 	}
 }

@@ -28,11 +28,21 @@ type rawClient struct {
 	buf    []byte
 
 	seq, rel, ord uint32 // next datagram number, reliable and order index
+	// cookie is the one the last Reply1 carried, if hasCookie.
+	cookie    uint32
+	hasCookie bool
 }
 
 func newRawClient(t *testing.T, server net.Addr) *rawClient {
 	t.Helper()
-	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return newRawClientAt(t, server, netip.MustParseAddr("127.0.0.1"))
+}
+
+// newRawClientAt is newRawClient on a socket bound to ip (any 127.x.y.z
+// is local on Linux).
+func newRawClientAt(t *testing.T, server net.Addr, ip netip.Addr) *rawClient {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,16 +105,23 @@ func (r *rawClient) request1(protocol byte, mtu int) []byte {
 	return req.Append(nil)
 }
 
+// request2 returns an OpenConnectionRequest2 echoing the cookie of the
+// last Reply1 open saw.
 func (r *rawClient) request2(mtu int, guid int64) []byte {
-	req := wire.OpenConnectionRequest2{ServerAddr: r.server, MTU: uint16(mtu), ClientGUID: guid}
+	req := wire.OpenConnectionRequest2{ServerAddr: r.server, MTU: uint16(mtu), ClientGUID: guid, HasCookie: r.hasCookie, Cookie: r.cookie}
 	return req.Append(nil)
 }
 
-// open runs the offline handshake and returns Reply2.
+// open runs the offline handshake, echoing Reply1's cookie, and returns
+// Reply2.
 func (r *rawClient) open(mtu int, guid int64) []byte {
 	r.t.Helper()
 	r.send(r.request1(11, mtu))
-	r.expect(wire.IDOpenConnectionReply1, time.Second)
+	var m wire.OpenConnectionReply1
+	if _, err := m.Decode(r.expect(wire.IDOpenConnectionReply1, time.Second)); err != nil {
+		r.t.Fatal(err)
+	}
+	r.cookie, r.hasCookie = m.Cookie, m.Security
 	r.send(r.request2(mtu, guid))
 	return r.expect(wire.IDOpenConnectionReply2, time.Second)
 }

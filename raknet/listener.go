@@ -1,6 +1,7 @@
 package raknet
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 	"github.com/rs/zerolog"
 )
@@ -34,6 +36,42 @@ const (
 	// live in a pool of their own, apart from established connections, so
 	// a flood of handshakes never takes a player's place.
 	DefaultMaxHandshakes = 1024
+	// DefaultMaxConnectionsPerIP caps the established connections of one
+	// IP address. Generous: a household or a LAN party behind one NAT
+	// address shares it, but one address opening connections from many
+	// ports cannot take every slot of a server.
+	DefaultMaxConnectionsPerIP = 16
+	// maxUnproven bounds the handshakes admitted without a cookie (see
+	// minCookieProtocol), and unprovenTimeout is how long each may take.
+	// Anyone can fill this pool with forged requests; it touches nothing
+	// else, so a flood costs only the protocol-10 clients that need it.
+	maxUnproven     = 16
+	unprovenTimeout = 3 * time.Second
+	// DefaultHandshakesPerIP limits the handshakes one proven IP address
+	// starts per second, with bursts of five times as many: a client
+	// needs one, a reconnecting one a few, a LAN party behind one address
+	// a dozen at once.
+	DefaultHandshakesPerIP = 10
+	// DefaultOfflineRate is the offline requests answered per second for
+	// one source prefix: a LAN scanner or an open server list pings once
+	// a second or two, a joining client sends a handful of probes, and a
+	// /24 may be a campus or a carrier's NAT pool.
+	DefaultOfflineRate = guard.DefaultPrefixRate
+	// DefaultOfflineBytes bounds the bytes of offline replies (pongs,
+	// Reply1, Reply2, refusals) across all sources, so the listener cannot
+	// be made to reflect more than this however many sources a flood
+	// forges: 1 MiB/s is several thousand pongs a second.
+	DefaultOfflineBytes = 1 << 20
+	// cookiePeriod is how often the cookie key rotates; a cookie is good
+	// for one to two periods, time for a slow client's retried request.
+	cookiePeriod = 10 * time.Second
+	// ampFactor is the most a connection in its handshake may send for
+	// each byte it sent (QUIC's anti-amplification rule), and
+	// probeCredit the bytes a proven connection is credited for the
+	// OpenConnectionRequest1 its cookie shows it sent: a Reply1 answers
+	// only probes of at least MinMTU.
+	ampFactor   = 3
+	probeCredit = MinMTU - ipv6Overhead
 )
 
 // DefaultProtocolVersions are the RakNet protocol versions accepted unless
@@ -60,6 +98,23 @@ type ListenConfig struct {
 	// HandshakeTimeout is how long a handshake may take; 0 means
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// MaxConnectionsPerIP caps the established connections of one IP
+	// address; 0 means DefaultMaxConnectionsPerIP, negative no cap.
+	MaxConnectionsPerIP int
+	// HandshakesPerIP is how many handshakes one IP address that echoed
+	// a valid cookie may start per second, with bursts of five times as
+	// many; 0 means DefaultHandshakesPerIP, negative no limit.
+	HandshakesPerIP int
+	// OfflineRate is how many offline requests (pings, handshake
+	// requests) one source prefix, an IPv4 /24 or IPv6 /64, gets answered
+	// per second, with bursts of twice as many; beyond it they are
+	// dropped unanswered. 0 means DefaultOfflineRate; negative means no
+	// limit (a benchmark of pongs).
+	OfflineRate int
+	// OfflineBytes is how many bytes of offline replies all sources
+	// together get per second; 0 means DefaultOfflineBytes, negative no
+	// limit.
+	OfflineBytes int
 	// ProtocolVersions are the RakNet protocol versions accepted; others
 	// get IncompatibleProtocolVersion naming the first. Nil means
 	// DefaultProtocolVersions.
@@ -97,9 +152,18 @@ type ListenerStats struct {
 	Refused    uint64 // connections refused: server full or accept queue full
 	// Dropped counts malformed or unexpected datagrams, those of every
 	// connection included. Dropping never blocks the sender's address.
-	Dropped     uint64
-	Connections int // open now, handshakes included
-	Handshaking int // in their handshake now
+	Dropped uint64
+	// Refusals by kind. None of them blocks an address or logs a line of
+	// its own.
+	CookieFailures   uint64 // OpenConnectionRequest2 with a cookie we did not issue
+	RateLimited      uint64 // offline requests not answered for their source's rate or the global reply bytes
+	PoolFull         uint64 // handshakes refused for a full pool (proven or unproven)
+	AlreadyConnected uint64 // requests for the address of a live connection
+	PerIPLimited     uint64 // handshakes refused for their IP's connections or rate
+	Amplification    uint64 // datagrams a handshake was not allowed to send (3× rule)
+	Oversize         uint64 // datagrams over the largest MTU
+	Connections      int    // open now, handshakes included
+	Handshaking      int    // in their handshake now
 }
 
 // Listener accepts RakNet connections on one UDP socket and answers
@@ -123,6 +187,17 @@ type Listener struct {
 	closed bool // set by Close under mu: no new connections
 
 	pings, handshakes, accepted, refused, dropped atomic.Uint64
+	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
+	// prefixes and replyBytes limit offline replies per source prefix and
+	// in total; ipRate limits the handshakes of each proven IP.
+	prefixes   *guard.PrefixLimiter
+	replyBytes *guard.ByteLimiter
+	ipRate     *guard.PrefixLimiter
+	// perIP counts established connections by IP address.
+	ipMu  sync.Mutex
+	perIP map[netip.Addr]int
+	// unproven counts handshakes admitted without a cookie.
+	unproven atomic.Int64
 	// pending and established count the connections in and past their
 	// handshake; each changes under mu or, for a connection that
 	// completes its handshake, atomically with its move.
@@ -185,10 +260,27 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	if l.cfg.GUID == 0 {
 		l.cfg.GUID = newGUID(false)
 	}
-	l.resp = responder{guid: l.cfg.GUID, protocols: l.cfg.ProtocolVersions, maxMTU: maxMTUOr(lc.MaxMTU, DefaultMaxMTU)}
+	var secret [16]byte
+	_, _ = rand.Read(secret[:])
+	l.resp = responder{guid: l.cfg.GUID, protocols: l.cfg.ProtocolVersions, maxMTU: maxMTUOr(lc.MaxMTU, DefaultMaxMTU),
+		cookies: guard.NewCookies(secret, cookiePeriod)}
+	if rate := orDefaultInt(lc.OfflineRate, DefaultOfflineRate); rate > 0 {
+		l.prefixes = guard.NewPrefixLimiter(guard.PrefixConfig{Rate: int64(rate), Burst: 2 * int64(rate)})
+	}
+	if n := orDefaultInt(lc.OfflineBytes, DefaultOfflineBytes); n > 0 {
+		// A quarter second's worth at once, and at least one MTU.
+		l.replyBytes = guard.NewByteLimiter(int64(n), max(int64(n)/4, MaxMTU))
+	}
+	if rate := orDefaultInt(lc.HandshakesPerIP, DefaultHandshakesPerIP); rate > 0 {
+		l.ipRate = guard.NewPrefixLimiter(guard.PrefixConfig{Rate: int64(rate), Burst: 5 * int64(rate), IPv4Bits: 32, IPv6Bits: 64, Slots: 4096})
+	}
+	l.perIP = make(map[netip.Addr]int)
+	if l.cfg.MaxConnectionsPerIP == 0 {
+		l.cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
-	l.connCfg.dropped = &l.dropped
+	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
 		l.cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
@@ -224,7 +316,10 @@ func (l *Listener) Stats() ListenerStats {
 	return ListenerStats{
 		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
 		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
-		Handshaking: int(l.pending.Load()),
+		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
+		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
+		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
+		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(),
 	}
 }
 
@@ -289,29 +384,51 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 		}
 		return
 	}
+	switch b[0] {
+	case wire.IDUnconnectedPing, wire.IDUnconnectedPingOpenConnections, wire.IDOpenConnectionRequest1, wire.IDOpenConnectionRequest2:
+	default:
+		l.dropped.Add(1)
+		return
+	}
+	// Every offline request costs its source prefix a token before it is
+	// even decoded: a flood from one network is cut off cheaply.
+	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
+		l.rateLimited.Add(1)
+		return
+	}
 	var err error
 	switch b[0] {
-	case wire.IDUnconnectedPing, wire.IDUnconnectedPingOpenConnections:
-		l.out, err = l.resp.pong(l.out[:0], b, *l.pong.Load(), !l.full())
-		if err == nil && len(l.out) > 0 {
-			l.pings.Add(1)
-		}
 	case wire.IDOpenConnectionRequest1:
-		l.out, err = l.resp.reply1(l.out[:0], b, from)
+		l.out, err = l.resp.reply1(l.out[:0], b, from, now)
 	case wire.IDOpenConnectionRequest2:
 		l.out = l.out[:0]
 		err = l.handleRequest2(b, from, k, now)
 	default:
-		l.dropped.Add(1)
-		return
+		l.out, err = l.resp.pong(l.out[:0], b, *l.pong.Load(), !l.full())
+		if err == nil && len(l.out) > 0 {
+			l.pings.Add(1)
+		}
 	}
 	if err != nil {
 		l.dropped.Add(1)
 		return
 	}
-	if len(l.out) > 0 {
-		_ = l.ep.write(l.out, from)
+	if len(l.out) == 0 {
+		return
 	}
+	if l.replyBytes != nil && !l.replyBytes.Allow(now, len(l.out)) {
+		l.rateLimited.Add(1)
+		return
+	}
+	_ = l.ep.write(l.out, from)
+}
+
+// orDefaultInt returns v, or def when v is 0.
+func orDefaultInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // full reports whether established connections are at MaxConnections.
@@ -322,6 +439,17 @@ func (l *Listener) full() bool {
 // handleRequest2 carries out the responder's decision on an
 // OpenConnectionRequest2; the reply, if any, is left in l.out.
 func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Time) error {
+	m, proven, bad, err := l.resp.check2(b, from, now)
+	switch {
+	case err != nil:
+		return err
+	case bad:
+		// Forged, or older than two cookie periods: dropped unanswered and
+		// counted, never logged or held against the address (its owner
+		// may be the victim of whoever forged it).
+		l.cookieFailures.Add(1)
+		return nil
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -338,10 +466,19 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 	}
 	st.full = l.full()
 	st.pendingFull = l.pending.Load() >= int64(l.cfg.MaxHandshakes)
-	d, err := l.resp.request2(l.out[:0], b, from, st)
-	if err != nil {
+	st.unprovenFull = l.unproven.Load() >= maxUnproven
+	if proven && st.live == nil && l.ipFull(k.Addr()) {
 		l.mu.Unlock()
-		return err
+		l.perIPLimited.Add(1)
+		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.cfg.GUID}
+		l.out = reply.Append(l.out[:0])
+		return nil
+	}
+	d := l.resp.request2(l.out[:0], &m, proven, from, st)
+	if proven && (d.action == r2Accept || d.action == r2Replace) && l.ipRate != nil && !l.ipRate.Allow(k.Addr(), now, 1) {
+		l.mu.Unlock()
+		l.perIPLimited.Add(1)
+		return nil
 	}
 	switch d.action {
 	case r2Resend:
@@ -349,13 +486,22 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 		l.mu.Unlock()
 		l.out = append(l.out[:0], d.reply...)
 		return nil
-	case r2Full, r2AlreadyConnected:
+	case r2Full:
 		l.mu.Unlock()
 		l.refused.Add(1)
+		if !st.full {
+			l.poolFull.Add(1)
+		}
+		l.out = d.reply
+		return nil
+	case r2AlreadyConnected:
+		l.mu.Unlock()
+		l.alreadyConnected.Add(1)
 		l.out = d.reply
 		return nil
 	case r2Drop:
 		l.mu.Unlock()
+		l.poolFull.Add(1)
 		return nil
 	case r2Replace:
 		// Another client process on the same address: the old one is
@@ -374,25 +520,55 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 		}
 	}
 	l.ep.forget(k)
-	c := newConn(l.ep, from, d.mtu, l.connCfg, false, now)
+	cfg := l.connCfg
+	if !proven {
+		cfg.handshakeTimeout = unprovenTimeout
+	}
+	c := newConn(l.ep, from, d.mtu, cfg, false, now)
 	c.guid = d.guid
 	c.onEstablished = l.established
 	c.onClose = l.removeConn
 	c.reply2 = slices.Clone(d.reply)
+	// Until it is established the connection sends at most ampFactor
+	// times what it received: the request, and for a proven one the probe
+	// its cookie answered.
+	c.amp, c.ampIn, c.ampOut = true, len(b), len(d.reply)
+	if proven {
+		c.ampIn += probeCredit
+	} else {
+		// RakNet's own ten system addresses keep the answer to an
+		// unproven client's ConnectionRequest within the 3× rule.
+		c.unproven, c.ctl.systemAddrs = true, 10
+	}
 	c.start(now)
 	// The connection exists before the reply leaves, so the client's next
 	// datagram always finds it.
 	l.conns[k] = c
-	l.pending.Add(1)
+	if proven {
+		l.pending.Add(1)
+	} else {
+		l.unproven.Add(1)
+	}
 	l.mu.Unlock()
 	l.handshakes.Add(1)
 	l.out = d.reply
 	return nil
 }
 
-// established moves a connection out of the handshake pool and queues it
-// for Accept, or refuses it when established connections are at their
-// cap or the accept queue is full. It runs with c.mu held.
+// ipFull reports whether ip has as many established connections as it may.
+func (l *Listener) ipFull(ip netip.Addr) bool {
+	if l.cfg.MaxConnectionsPerIP < 0 {
+		return false
+	}
+	l.ipMu.Lock()
+	defer l.ipMu.Unlock()
+	return l.perIP[ip] >= l.cfg.MaxConnectionsPerIP
+}
+
+// established moves a connection out of its handshake pool and queues it
+// for Accept, or refuses it when established connections (in all, or of
+// its IP) are at their cap or the accept queue is full. It runs with c.mu
+// held.
 func (l *Listener) established(c *Conn) {
 	select {
 	case <-l.done:
@@ -400,11 +576,26 @@ func (l *Listener) established(c *Conn) {
 		return
 	default:
 	}
-	l.pending.Add(-1)
+	if c.unproven {
+		l.unproven.Add(-1)
+	} else {
+		l.pending.Add(-1)
+	}
 	c.pool = poolEstablished
-	if n := l.nEstablished.Add(1); l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections) {
+	n := l.nEstablished.Add(1)
+	l.ipMu.Lock()
+	l.perIP[c.raddr.Addr()]++
+	perIP := l.perIP[c.raddr.Addr()]
+	l.ipMu.Unlock()
+	switch {
+	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
 		l.refused.Add(1)
+		c.abort(net.ErrClosed, true)
+		return
+	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
+		l.refused.Add(1)
+		l.perIPLimited.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	}
@@ -428,9 +619,19 @@ func (l *Listener) removeConn(c *Conn) {
 	if l.conns[c.raddr] == c {
 		delete(l.conns, c.raddr)
 	}
-	if c.pool == poolEstablished {
+	switch {
+	case c.pool == poolEstablished:
 		l.nEstablished.Add(-1)
-	} else {
+		l.ipMu.Lock()
+		if n := l.perIP[c.raddr.Addr()] - 1; n > 0 {
+			l.perIP[c.raddr.Addr()] = n
+		} else {
+			delete(l.perIP, c.raddr.Addr())
+		}
+		l.ipMu.Unlock()
+	case c.unproven:
+		l.unproven.Add(-1)
+	default:
 		l.pending.Add(-1)
 	}
 	closed := l.closed

@@ -423,7 +423,7 @@ func TestMalformedDatagramsAreCounted(t *testing.T) {
 // PongData may be swapped while pings are answered: every pong carries one
 // of the values whole.
 func TestPongDataSwapIsAtomic(t *testing.T) {
-	l := listenTest(t, ListenConfig{})
+	l := listenTest(t, ListenConfig{OfflineRate: -1})
 	a := bytes.Repeat([]byte{'a'}, 100)
 	b := bytes.Repeat([]byte{'b'}, 1000)
 	l.PongData(a)
