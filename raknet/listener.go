@@ -186,7 +186,7 @@ type Listener struct {
 	conns  map[netip.AddrPort]*Conn
 	closed bool // set by Close under mu: no new connections
 
-	pings, handshakes, accepted, refused, dropped atomic.Uint64
+	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
 	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
 	// prefixes and replyBytes limit offline replies per source prefix and
 	// in total; ipRate limits the handshakes of each proven IP.
