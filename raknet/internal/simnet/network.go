@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -193,6 +194,18 @@ func (n *Network) SocketStats(ap netip.AddrPort) (Stats, bool) {
 		return Stats{}, false
 	}
 	return *s, true
+}
+
+// Sockets returns the addresses of the open sockets, sorted.
+func (n *Network) Sockets() []netip.AddrPort {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	aps := make([]netip.AddrPort, 0, len(n.sockets))
+	for ap := range n.sockets {
+		aps = append(aps, ap)
+	}
+	slices.SortFunc(aps, netip.AddrPort.Compare)
+	return aps
 }
 
 // InFlight returns how many datagrams are on their way.

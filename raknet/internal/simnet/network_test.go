@@ -759,9 +759,15 @@ func TestNoGoroutineLeft(t *testing.T) {
 		if n.InFlight() == 0 {
 			t.Fatal("got nothing in flight, want datagrams still queued")
 		}
+		if got := n.Sockets(); len(got) != 4 || got[0] != netip.MustParseAddrPort("127.0.0.1:32768") {
+			t.Errorf("got sockets %v, want 4 from 127.0.0.1:32768", got)
+		}
 		for _, pc := range socks {
 			_ = pc.Close()
 		}
 		wg.Wait()
+		if got := n.Sockets(); len(got) != 0 {
+			t.Errorf("got sockets %v after Close, want none", got)
+		}
 	})
 }
