@@ -104,9 +104,11 @@ func (c *Conn) onTimer() {
 		}
 	case stateClosing:
 		if !now.Before(c.closeBy) {
-			// The peer never acknowledged everything: unless it was told
-			// already, tell it at once before going.
-			c.abort(net.ErrClosed, !c.notified)
+			// The peer never acknowledged everything. A goodbye queued
+			// behind that data may never have left (a window shrunk by
+			// loss holds it): tell the peer at once, unreliably, before
+			// going.
+			c.abort(net.ErrClosed, true)
 			return
 		}
 	}

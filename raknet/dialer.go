@@ -258,13 +258,15 @@ func runInitiator(ctx context.Context, ep *endpoint, h *initiator, replies <-cha
 	defer timer.Stop()
 	var buf []byte
 	for {
-		out, next, err := h.poll(buf[:0], time.Now())
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			return err
+		if err := ctx.Err(); err != nil {
+			return h.failure(err)
 		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			// The context's timer and a due request may fire together:
+			// nothing leaves at the deadline.
+			return h.failure(context.DeadlineExceeded)
+		}
+		out, next := h.poll(buf[:0], time.Now())
 		if out != nil {
 			buf = out
 			if err := ep.write(out, h.server); err != nil {
@@ -274,7 +276,7 @@ func runInitiator(ctx context.Context, ep *endpoint, h *initiator, replies <-cha
 		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return h.failure(ctx.Err())
 		case <-timer.C:
 		case b := <-replies:
 			done, err := h.handle(b, time.Now())

@@ -178,6 +178,11 @@ func discover(ctx context.Context, ep *endpoint, targets []netip.AddrPort, guid 
 		case <-ctx.Done():
 			return pongs, sendErr
 		case <-ticker.C:
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				// The ticker and the context's timer may fire together:
+				// nothing leaves at the deadline.
+				return pongs, sendErr
+			}
 			if err := send(); err != nil && len(pongs) == 0 {
 				sendErr = err
 			}

@@ -1,7 +1,6 @@
 package raknet
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -32,11 +31,6 @@ func (p initPhase) String() string {
 	}
 }
 
-var (
-	errNoReply1 = errors.New("no reply to OPEN_CONNECTION_REQUEST_1")
-	errNoReply2 = errors.New("no reply to OPEN_CONNECTION_REQUEST_2")
-)
-
 // initiator is the client side of the offline handshake as a pure state
 // machine: it probes the MTU with OpenConnectionRequest1 like the vanilla
 // client (each MTU a few times, largest first), falls back once to the
@@ -49,7 +43,7 @@ type initiator struct {
 	guid     int64
 	proto    byte
 	mtus     []int // to probe, largest first, within the dialer's cap
-	attempts int   // tries per MTU (twice as many for Request2)
+	attempts int   // tries per MTU before the next
 	retry    time.Duration
 
 	phase          initPhase
@@ -75,35 +69,37 @@ func newInitiator(server netip.AddrPort, guid int64, proto byte, maxMTU, attempt
 }
 
 // poll returns the request due at now, appended to dst (nil when none is
-// due), and when to poll next. It fails once every attempt went
-// unanswered.
-func (h *initiator) poll(dst []byte, now time.Time) ([]byte, time.Time, error) {
+// due), and when to poll next. Once every MTU was probed the smallest is
+// probed on, and Request2 is sent on, until the dial's context ends.
+func (h *initiator) poll(dst []byte, now time.Time) ([]byte, time.Time) {
 	if h.phase == phaseOpen {
-		return nil, time.Time{}, nil
+		return nil, time.Time{}
 	}
 	if !h.due.IsZero() && now.Before(h.due) {
-		return nil, h.due, nil
+		return nil, h.due
 	}
-	limit := h.attempts
-	if h.phase == phaseRequest2 {
-		limit = 2 * h.attempts
-	}
-	if h.tries >= limit {
-		if h.phase == phaseRequest2 {
-			return nil, time.Time{}, errNoReply2
-		}
+	if h.phase == phaseProbe && h.tries >= h.attempts && h.idx < len(h.mtus)-1 {
 		h.idx, h.tries = h.idx+1, 0
-	}
-	if h.phase == phaseProbe && h.idx >= len(h.mtus) {
-		return nil, time.Time{}, errNoReply1
 	}
 	h.tries++
 	h.due = now.Add(h.retry)
 	if h.phase == phaseProbe {
 		req := wire.OpenConnectionRequest1{Protocol: h.proto, Size: h.mtus[h.idx] - overhead(h.server)}
-		return req.Append(dst), h.due, nil
+		return req.Append(dst), h.due
 	}
-	return h.req2.Append(dst), h.due, nil
+	return h.req2.Append(dst), h.due
+}
+
+// failure returns why the handshake has not completed when the dial's
+// context ended with err.
+func (h *initiator) failure(err error) error {
+	switch h.phase {
+	case phaseProbe:
+		return fmt.Errorf("no reply to OPEN_CONNECTION_REQUEST_1: %w", err)
+	case phaseRequest2:
+		return fmt.Errorf("no reply to OPEN_CONNECTION_REQUEST_2: %w", err)
+	}
+	return err
 }
 
 // handle takes an offline datagram from the server at now. done reports

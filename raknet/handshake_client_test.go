@@ -1,8 +1,10 @@
 package raknet
 
 import (
+	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +16,9 @@ var initServer = netip.MustParseAddrPort("127.0.0.1:19132")
 // probe polls h at now and returns the OpenConnectionRequest1 it sends.
 func probe(t *testing.T, h *initiator, now time.Time) (size int, proto byte) {
 	t.Helper()
-	out, _, err := h.poll(nil, now)
-	if err != nil || out == nil {
-		t.Fatalf("poll at %v: got %x, %v; want a request", now.Sub(ctlT0), out, err)
+	out, _ := h.poll(nil, now)
+	if out == nil {
+		t.Fatalf("poll at %v: got nothing, want a request", now.Sub(ctlT0))
 	}
 	var m wire.OpenConnectionRequest1
 	if _, err := m.Decode(out); err != nil {
@@ -26,27 +28,28 @@ func probe(t *testing.T, h *initiator, now time.Time) (size int, proto byte) {
 }
 
 // Each MTU is probed attempts times, retry apart, largest first; then the
-// handshake fails.
+// smallest is probed on until the dial gives up.
 func TestInitiatorProbeSchedule(t *testing.T) {
 	h := newInitiator(initServer, -1, 11, 1492, 3, 500*time.Millisecond)
 	now := ctlT0
 	var sizes []int
-	for range 9 {
+	for range 12 {
 		size, _ := probe(t, h, now)
 		sizes = append(sizes, size+ipv4Overhead)
-		if out, next, err := h.poll(nil, now.Add(499*time.Millisecond)); out != nil || err != nil || !next.Equal(now.Add(500*time.Millisecond)) {
-			t.Fatalf("early poll: got %x %v %v, want nothing until %v", out, next, err, now.Add(500*time.Millisecond))
+		if out, next := h.poll(nil, now.Add(499*time.Millisecond)); out != nil || !next.Equal(now.Add(500*time.Millisecond)) {
+			t.Fatalf("early poll: got %x %v, want nothing until %v", out, next, now.Add(500*time.Millisecond))
 		}
 		now = now.Add(500 * time.Millisecond)
 	}
-	want := []int{1492, 1492, 1492, 1200, 1200, 1200, 576, 576, 576}
+	want := []int{1492, 1492, 1492, 1200, 1200, 1200, 576, 576, 576, 576, 576, 576}
 	for i := range want {
 		if sizes[i] != want[i] {
 			t.Fatalf("probes: got %v, want %v", sizes, want)
 		}
 	}
-	if _, _, err := h.poll(nil, now); !errors.Is(err, errNoReply1) {
-		t.Errorf("after every probe: got %v, want %v", err, errNoReply1)
+	err := h.failure(context.DeadlineExceeded)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "OPEN_CONNECTION_REQUEST_1") {
+		t.Errorf("failure: got %v, want the deadline, naming Request1", err)
 	}
 }
 
@@ -59,11 +62,8 @@ func TestInitiatorHandshake(t *testing.T) {
 	if done, err := h.handle(r1, ctlT0.Add(time.Millisecond)); done || err != nil || h.phase != phaseRequest2 {
 		t.Fatalf("reply1: got %v %v in %v, want request2", done, err, h.phase)
 	}
-	out, _, err := h.poll(nil, ctlT0.Add(time.Millisecond))
+	out, _ := h.poll(nil, ctlT0.Add(time.Millisecond))
 	var req wire.OpenConnectionRequest2
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := req.Decode(out); err != nil || !req.HasCookie || req.Cookie != 0xdeadbeef || req.MTU != 1100 || req.ClientGUID != -1 || req.ServerAddr != initServer {
 		t.Fatalf("request2: got %+v (%v), want the cookie echoed at MTU 1100", req, err)
 	}
@@ -71,26 +71,26 @@ func TestInitiatorHandshake(t *testing.T) {
 	if done, err := h.handle(r2, ctlT0.Add(2*time.Millisecond)); !done || err != nil || h.mtu != 1000 {
 		t.Fatalf("reply2: got %v %v at MTU %d, want done at 1000", done, err, h.mtu)
 	}
-	if out, _, err := h.poll(nil, ctlT0.Add(time.Hour)); out != nil || err != nil {
-		t.Errorf("poll once open: got %x %v, want nothing", out, err)
+	if out, _ := h.poll(nil, ctlT0.Add(time.Hour)); out != nil {
+		t.Errorf("poll once open: got %x, want nothing", out)
 	}
 }
 
-// Request2 is tried twice as often as each probe, then the dial fails.
-func TestInitiatorRequest2Exhausted(t *testing.T) {
+// Request2 is sent on, retry apart, until the dial gives up.
+func TestInitiatorRequest2Retried(t *testing.T) {
 	h := newInitiator(initServer, -1, 11, 576, 2, time.Second)
 	probe(t, h, ctlT0)
 	h.handle(encode(&wire.OpenConnectionReply1{ServerGUID: 5, MTU: 576}), ctlT0)
 	now := ctlT0
-	for i := range 4 {
-		out, _, err := h.poll(nil, now)
-		if err != nil || out == nil || out[0] != wire.IDOpenConnectionRequest2 {
-			t.Fatalf("request2 try %d: got %x %v", i, out, err)
+	for i := range 10 {
+		out, next := h.poll(nil, now)
+		if out == nil || out[0] != wire.IDOpenConnectionRequest2 || !next.Equal(now.Add(time.Second)) {
+			t.Fatalf("request2 try %d: got %x, next %v", i, out, next)
 		}
 		now = now.Add(time.Second)
 	}
-	if _, _, err := h.poll(nil, now); !errors.Is(err, errNoReply2) {
-		t.Errorf("after 4 tries: got %v, want %v", err, errNoReply2)
+	if err := h.failure(context.Canceled); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "OPEN_CONNECTION_REQUEST_2") {
+		t.Errorf("failure: got %v, want the cause, naming Request2", err)
 	}
 }
 

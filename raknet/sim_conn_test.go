@@ -934,26 +934,30 @@ func TestSimAcceptQueueFull(t *testing.T) {
 }
 
 // TestSimCloseReleasesSocket checks that once every Close returned, no
-// socket is left open, without waiting.
+// socket is left open, except that a dialed connection whose peer closed
+// first keeps acknowledging the peer's stale data (its ACKs of the
+// goodbye may all have been lost) for exactly lingerTime, as TCP's
+// TIME_WAIT.
 func TestSimCloseReleasesSocket(t *testing.T) {
 	tests := []struct {
-		name  string
-		close func(l *Listener, client, server *Conn)
+		name   string
+		close  func(l *Listener, client, server *Conn)
+		linger bool
 	}{
 		{"client first", func(l *Listener, client, server *Conn) {
 			_ = client.Close()
 			_ = server.Close()
 			_ = l.Close()
-		}},
+		}, false},
 		{"server first", func(l *Listener, client, server *Conn) {
 			_ = server.Close()
 			_ = client.Close()
 			_ = l.Close()
-		}},
+		}, true},
 		{"listener", func(l *Listener, client, server *Conn) {
 			_ = l.Close()
 			_ = client.Close()
-		}},
+		}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -963,8 +967,26 @@ func TestSimCloseReleasesSocket(t *testing.T) {
 				client, server := e.dial()
 				tc.close(e.l, client, server)
 				synctest.Wait()
+				open := e.n.Sockets()
+				if !tc.linger {
+					if len(open) > 0 {
+						t.Errorf("got sockets %v open once every Close returned, want none", open)
+					}
+					return
+				}
+				if len(open) != 1 || open[0] != simAddr(client) {
+					t.Fatalf("got sockets %v open once every Close returned, want the client's lingering", open)
+				}
+				// The linger started when the goodbye reached the client,
+				// a one-way delay before the closes returned.
+				time.Sleep(lingerTime / 2)
+				if open := e.n.Sockets(); len(open) != 1 {
+					t.Errorf("got sockets %v half a lingerTime later, want the client's", open)
+				}
+				time.Sleep(lingerTime / 2)
+				synctest.Wait()
 				if open := e.n.Sockets(); len(open) > 0 {
-					t.Errorf("got sockets %v open once every Close returned, want none", open)
+					t.Errorf("got sockets %v open after lingerTime, want none", open)
 				}
 			})
 		})
