@@ -172,8 +172,10 @@ func lossyGoRakNetDial(t *testing.T) (theirs *goraknet.Conn, ours *raknet.Conn, 
 	for attempt := 1; ; attempt++ {
 		l := listen(t, raknet.ListenConfig{}, "127.0.0.1:0")
 		p := lossyProxy(t, l.Addr().String())
+		start := time.Now()
 		theirs, err := goraknet.Dialer{}.DialTimeout(p.LocalAddr().String(), goRakNetLossyDialTimeout)
 		if err == nil {
+			t.Logf("go-raknet dial through the lossy link took %v", time.Since(start))
 			t.Cleanup(func() { _ = theirs.Close() })
 			return theirs, acceptOne(t, l, 5*time.Second), p
 		}
