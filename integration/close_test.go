@@ -26,8 +26,7 @@ func TestLastWriteBeforeCloseReachesGoRakNet(t *testing.T) {
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- s.Close() }()
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		got, err := c.ReadPacket()
+		got, err := readWithin(c, 5*time.Second)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("round %d: got % x, %v, want % x", i, got, err, want)
 		}

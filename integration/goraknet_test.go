@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,13 +39,46 @@ func orderedSize(i int) int { return 5 + i%97 }
 
 func goListen(t *testing.T) *goraknet.Listener {
 	t.Helper()
-	l, err := goraknet.ListenConfig{BlockDuration: -1}.Listen("127.0.0.1:0")
+	return goListenConfig(t, goraknet.ListenConfig{BlockDuration: -1})
+}
+
+func goListenConfig(t *testing.T, lc goraknet.ListenConfig) *goraknet.Listener {
+	t.Helper()
+	l, err := lc.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("go-raknet listen: %v", err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	l.PongData(testPong)
 	return l
+}
+
+// logBuffer keeps what a logger writes; it is safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// goListenLogged is goListen with go-raknet's error log kept. go-raknet
+// logs each datagram it refuses and why (a window too wide, too many
+// splits in progress), and closes the connection it came on.
+func goListenLogged(t *testing.T) (*goraknet.Listener, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	return goListenConfig(t, goraknet.ListenConfig{BlockDuration: -1, ErrorLog: log}), logs
 }
 
 func goAccept(t *testing.T, l *goraknet.Listener, timeout time.Duration) *goraknet.Conn {

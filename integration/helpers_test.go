@@ -130,6 +130,51 @@ func readErr(c packetConn, timeout time.Duration) (time.Duration, error) {
 	}
 }
 
+// errNoMessage is what readWithin returns when nothing arrived in time.
+var errNoMessage = errors.New("no message")
+
+// readWithin returns c's next message, or errNoMessage if none arrives
+// within timeout. go-raknet's Conn has no read deadline, so the read runs
+// in a goroutine; one still blocked at the timeout ends when c closes and
+// takes whatever message arrives first meanwhile.
+func readWithin(c packetConn, timeout time.Duration) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := c.ReadPacket()
+		ch <- result{b, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.b, r.err
+	case <-time.After(timeout):
+		return nil, errNoMessage
+	}
+}
+
+// quietPeriod is how long a connection must stay silent after a transfer
+// to show it delivered no message twice; it covers several of go-raknet's
+// 100 ms ACK ticks and our resend timeouts.
+const quietPeriod = 500 * time.Millisecond
+
+// checkNoMore fails the test unless c, which transfer left having read
+// every message, delivers nothing more within quietPeriod and is still
+// open: a duplicate of the last message would show here, as would a
+// connection the peer dropped.
+func checkNoMore(t *testing.T, c packetConn) {
+	t.Helper()
+	b, err := readWithin(c, quietPeriod)
+	switch {
+	case err == nil:
+		t.Errorf("after the last message: got % x, want nothing more", b[:min(len(b), 8)])
+	case !errors.Is(err, errNoMessage):
+		t.Errorf("after the last message: got %v, want the connection open", err)
+	}
+}
+
 // listen starts a listener on addr that is closed when the test ends.
 func listen(t *testing.T, lc raknet.ListenConfig, addr string) *raknet.Listener {
 	t.Helper()

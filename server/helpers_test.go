@@ -82,6 +82,7 @@ type client struct {
 	conn       *raknet.Conn
 	compressed bool
 	pending    []packet
+	probes     uint64 // probes sent, numbering the next one
 }
 
 // packet is one game packet a client read.
@@ -153,6 +154,21 @@ func (c *client) expect(id uint32) packet {
 		c.t.Fatalf("got packet %#x (% x), want %#x", p.id, p.payload, id)
 	}
 	return p
+}
+
+// sync sends a probe and waits for its echo. A session handles its
+// client's packets one at a time, in order, so once the echo is back every
+// packet c sent before it has been handled, the server's bookkeeping for
+// it (a Login's player slot) included. The session's handler must echo
+// probeID as holdHandler does.
+func (c *client) sync() {
+	c.t.Helper()
+	c.probes++
+	want := binary.AppendUvarint(nil, c.probes)
+	c.send(probeID, want)
+	if p := c.expect(probeID); !bytes.Equal(p.payload, want) {
+		c.t.Fatalf("probe echo: got % x, want % x", p.payload, want)
+	}
 }
 
 // expectClosed fails unless the server closes the connection without
@@ -229,6 +245,23 @@ func disconnectMsg(t *testing.T, payload []byte) (session.DisconnectReason, stri
 	return session.DisconnectReason(reason), string(rest[m : m+int(l)])
 }
 
-// holdHandler keeps every session open and ignores every packet, so a
-// session stays a player once the server has admitted its Login.
+// probeID is the packet a client sends to sync with its session, and
+// holdHandler echoes. Bedrock gives no packet this id (they run to about
+// 0x140), and the server's player tracker passes it through.
+const probeID = 0x3fe
+
+// holdHandler keeps every session open and ignores every packet but
+// probeID, which it echoes at once, so a session stays a player once the
+// server has admitted its Login and a client can sync with it.
 type holdHandler struct{ session.NopHandler }
+
+// HandlePacket echoes a probeID packet and ignores every other.
+func (holdHandler) HandlePacket(s *session.Session, p session.Packet) error {
+	if p.ID != probeID {
+		return nil
+	}
+	if err := s.WritePacket(probeID, p.Payload); err != nil {
+		return err
+	}
+	return s.Flush()
+}

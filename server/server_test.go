@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,22 +128,34 @@ func TestPlayerCount(t *testing.T) {
 
 	a := dial(t, addr, raknet.Dialer{})
 	b := dial(t, addr, raknet.Dialer{})
-	waitFor(t, "2 sessions", func() bool { return len(srv.Sessions()) == 2 })
+	a.sync()
+	b.sync()
+	if n := len(srv.Sessions()); n != 2 {
+		t.Fatalf("got %d sessions, want 2", n)
+	}
 	// A session is not a player before Login.
 	if got := ping(t, addr).Players; got != 0 {
 		t.Errorf("before login: got %d players, want 0", got)
 	}
 	a.send(session.IDLogin, []byte("any"))
 	b.send(session.IDLogin, []byte("any"))
-	waitFor(t, "2 players", func() bool { return srv.PlayerCount() == 2 })
+	a.sync()
+	b.sync()
+	if got := srv.PlayerCount(); got != 2 {
+		t.Fatalf("after 2 logins: got %d players, want 2", got)
+	}
 	if got := ping(t, addr).Players; got != 2 {
 		t.Errorf("after 2 logins: got %d players, want 2", got)
 	}
-	// A second Login does not take a second slot.
+	// A second Login does not take a second slot. The sync proves the
+	// session handled it before the count is read.
 	a.send(session.IDLogin, []byte("again"))
-	time.Sleep(50 * time.Millisecond)
+	a.sync()
 	if got := srv.PlayerCount(); got != 2 {
 		t.Errorf("after a second login: got %d players, want 2", got)
+	}
+	if got := ping(t, addr).Players; got != 2 {
+		t.Errorf("pong after a second login: got %d players, want 2", got)
 	}
 
 	_ = a.conn.Close()
@@ -163,7 +174,10 @@ func TestServerFull(t *testing.T) {
 
 	a := dial(t, addr, raknet.Dialer{})
 	a.send(session.IDLogin, nil)
-	waitFor(t, "1 player", func() bool { return srv.PlayerCount() == 1 })
+	a.sync()
+	if got := srv.PlayerCount(); got != 1 {
+		t.Fatalf("after a login: got %d players, want 1", got)
+	}
 
 	b := dial(t, addr, raknet.Dialer{})
 	b.send(session.IDLogin, nil)
@@ -182,7 +196,10 @@ func TestServerFull(t *testing.T) {
 	waitFor(t, "0 players", func() bool { return srv.PlayerCount() == 0 })
 	c := dial(t, addr, raknet.Dialer{})
 	c.send(session.IDLogin, nil)
-	waitFor(t, "the next client to join", func() bool { return srv.PlayerCount() == 1 })
+	c.sync()
+	if got := srv.PlayerCount(); got != 1 {
+		t.Errorf("after the next client's login: got %d players, want 1", got)
+	}
 }
 
 func TestShutdown(t *testing.T) {
@@ -190,9 +207,12 @@ func TestShutdown(t *testing.T) {
 	addr := gameAddr(t, srv)
 	clients := []*client{dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})}
 	clients[0].send(session.IDLogin, nil) // one player, one session
-	waitFor(t, "2 sessions and 1 player", func() bool {
-		return len(srv.Sessions()) == 2 && srv.PlayerCount() == 1
-	})
+	for _, c := range clients {
+		c.sync()
+	}
+	if n, p := len(srv.Sessions()), srv.PlayerCount(); n != 2 || p != 1 {
+		t.Fatalf("got %d sessions and %d players, want 2 and 1", n, p)
+	}
 
 	start := time.Now()
 	if err := srv.Close(); err != nil {
@@ -261,8 +281,10 @@ func TestShutdownTimeout(t *testing.T) {
 		bh = &blackhole{PacketConn: pc}
 		return bh, nil
 	}}
-	dial(t, gameAddr(t, srv), d)
-	waitFor(t, "a session", func() bool { return len(srv.Sessions()) == 1 })
+	dial(t, gameAddr(t, srv), d).sync()
+	if n := len(srv.Sessions()); n != 1 {
+		t.Fatalf("got %d sessions, want 1", n)
+	}
 	bh.dead.Store(true)
 
 	start := time.Now()
@@ -276,14 +298,14 @@ func TestShutdownTimeout(t *testing.T) {
 	}
 }
 
-// panicHandler panics on packet 0x42 and otherwise holds its session open.
-type panicHandler struct{ session.NopHandler }
+// panicHandler panics on packet 0x42 and otherwise acts as holdHandler.
+type panicHandler struct{ holdHandler }
 
-func (panicHandler) HandlePacket(s *session.Session, p session.Packet) error {
+func (h panicHandler) HandlePacket(s *session.Session, p session.Packet) error {
 	if p.ID == 0x42 {
 		panic("boom")
 	}
-	return nil
+	return h.holdHandler.HandlePacket(s, p)
 }
 
 func TestHandlerPanic(t *testing.T) {
@@ -293,7 +315,11 @@ func TestHandlerPanic(t *testing.T) {
 	good := dial(t, addr, raknet.Dialer{})
 	good.send(session.IDLogin, nil)
 	bad.send(session.IDLogin, nil)
-	waitFor(t, "2 players", func() bool { return srv.PlayerCount() == 2 })
+	good.sync()
+	bad.sync()
+	if got := srv.PlayerCount(); got != 2 {
+		t.Fatalf("got %d players, want 2", got)
+	}
 
 	bad.send(0x42, nil)
 	bad.expectClosed()
@@ -304,12 +330,16 @@ func TestHandlerPanic(t *testing.T) {
 		t.Errorf("players after the panic: got %d, want 1", got)
 	}
 	good.send(0x43, nil)
+	good.sync() // still answered
 	if n := len(srv.Sessions()); n != 1 {
 		t.Errorf("sessions after the panic: got %d, want 1", n)
 	}
 	third := dial(t, addr, raknet.Dialer{})
 	third.send(session.IDLogin, nil)
-	waitFor(t, "a new player", func() bool { return srv.PlayerCount() == 2 })
+	third.sync()
+	if got := srv.PlayerCount(); got != 2 {
+		t.Errorf("after a new login: got %d players, want 2", got)
+	}
 }
 
 // recordHandler records each session's events, to check the server hands
@@ -380,7 +410,10 @@ func TestLANDiscovery(t *testing.T) {
 	// count it changes shows on every listener.
 	c := dial(t, lan[0].String(), raknet.Dialer{})
 	c.send(session.IDLogin, nil)
-	waitFor(t, "1 player", func() bool { return srv.PlayerCount() == 1 })
+	c.sync()
+	if got := srv.PlayerCount(); got != 1 {
+		t.Fatalf("after a login through LAN: got %d players, want 1", got)
+	}
 	for _, a := range slices.Concat(game, lan) {
 		if got := ping(t, a.String()).Players; got != 1 {
 			t.Errorf("pong from %s: got %d players, want 1", a, got)
@@ -429,21 +462,38 @@ func TestLANAddressInUse(t *testing.T) {
 }
 
 func TestLANNotNeeded(t *testing.T) {
-	// The game listener already sits on the discovery port.
-	first := startServer(t, Config{})
-	p := port(first.Addrs()[0])
-	_ = first.Close()
-	srv := Config{
-		AddressV4:    first.Addrs()[0].String(),
-		LANDiscovery: true,
-		LANAddressV4: "127.0.0.1:" + strconv.Itoa(int(p)),
-	}.New()
-	if err := srv.Listen(); err != nil {
-		t.Skipf("port %d was taken again meanwhile: %v", p, err)
+	// The game listener already sits on the discovery port. The port is
+	// held from the start and handed to the game listener, so no other
+	// socket can take it in between; every other socket is recorded.
+	held, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer srv.Close()
+	addr := held.LocalAddr().String()
+	var mu sync.Mutex
+	var opened []string
+	lp := func(network, address string) (net.PacketConn, error) {
+		mu.Lock()
+		opened = append(opened, address)
+		mu.Unlock()
+		if address == addr {
+			return held, nil
+		}
+		return net.ListenPacket(network, address)
+	}
+	srv := startServer(t, Config{
+		AddressV4:    addr,
+		LANDiscovery: true,
+		LANAddressV4: addr,
+		listenPacket: lp,
+	})
 	if lan := srv.LANAddrs(); len(lan) != 0 {
 		t.Errorf("got LAN listeners %v, want none", lan)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{addr}; !slices.Equal(opened, want) {
+		t.Errorf("sockets opened: got %v, want %v", opened, want)
 	}
 }
 

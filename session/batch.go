@@ -131,12 +131,10 @@ func (d *batchDecoder) release() {
 type batchEncoder struct {
 	// compressed reports whether batches carry a compression id byte.
 	compressed bool
-	// threshold is the smallest payload that is compressed; 0 disables
-	// compression (the id byte is then always 0xff).
+	// threshold is the smallest payload that is compressed, with DEFLATE
+	// (Snappy is only read: see compressionSnappy); 0 disables compression
+	// (the id byte is then always 0xff).
 	threshold int
-	// algorithm compresses payloads at or above threshold: compressionFlate
-	// or compressionSnappy.
-	algorithm compressionID
 
 	pending []byte // framed packets: varuint32 length | header | payload
 	count   int    // packets in pending
@@ -164,8 +162,6 @@ func (e *batchEncoder) encode() ([]byte, error) {
 	case e.threshold == 0 || len(e.pending) < e.threshold:
 		out = append(out, byte(compressionNone))
 		out = append(out, e.pending...)
-	case e.algorithm == compressionSnappy:
-		out, err = appendSnappy(append(out, byte(compressionSnappy)), e.pending)
 	default:
 		out, err = deflate(append(out, byte(compressionFlate)), e.pending)
 	}

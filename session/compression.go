@@ -161,15 +161,3 @@ func unsnappy(dst, src []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
-
-// appendSnappy appends the Snappy block encoding of src to dst.
-func appendSnappy(dst, src []byte) ([]byte, error) {
-	n := snappy.MaxEncodedLen(len(src))
-	if n < 0 {
-		return dst, fmt.Errorf("snappy: %w", snappy.ErrTooLarge)
-	}
-	off := len(dst)
-	dst = slices.Grow(dst, n)
-	enc := snappy.Encode(dst[off:off+n], src)
-	return dst[:off+len(enc)], nil
-}

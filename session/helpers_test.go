@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/snappy"
 )
 
 // fakeConn is an in-memory Conn. The test plays the client: it sends batches
@@ -139,7 +141,8 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // The client side below is written independently of the package's codec,
-// with the standard library's compress/flate, so the tests cross-check it.
+// with the standard library's compress/flate (and klauspost's Snappy block
+// encoder, which the session never uses), so the tests cross-check it.
 
 // clientMode is how a test client frames a batch.
 type clientMode int
@@ -148,6 +151,7 @@ const (
 	preSettings clientMode = iota // 0xfe | packets
 	plain                         // 0xfe 0xff | packets
 	deflated                      // 0xfe 0x00 | raw DEFLATE(packets)
+	snappied                      // 0xfe 0x01 | Snappy block(packets)
 )
 
 // clientBatch frames packets (each header bytes then payload, given as
@@ -165,6 +169,8 @@ func clientBatch(t testing.TB, mode clientMode, pks ...Packet) []byte {
 		return append([]byte{0xfe}, payload...)
 	case plain:
 		return append([]byte{0xfe, 0xff}, payload...)
+	case snappied:
+		return append([]byte{0xfe, 0x01}, snappy.Encode(nil, payload)...)
 	}
 	var buf bytes.Buffer
 	buf.Write([]byte{0xfe, 0x00})

@@ -323,7 +323,6 @@ func (s *Session) EnableCompression(threshold uint16) error {
 	}
 	s.enc.compressed = true
 	s.enc.threshold = int(threshold)
-	s.enc.algorithm = compressionFlate
 	s.compressed.Store(true)
 	return nil
 }
