@@ -1,0 +1,118 @@
+'use strict'
+// A bedrock-protocol client that joins a Bedrock server offline and prints
+// how that ended as one JSON line on stdout, with what bedrock-protocol
+// logged on the way:
+//
+//   {"event":"kick","message":"...","log":[...]}  the server's Disconnect
+//   {"event":"play_status","status":"...",...}    a failed login's PlayStatus
+//   {"event":"error","error":"...",...}           the client gave up
+//   {"event":"exit","log":[...]}                  it stopped without a word
+//
+// Usage:
+//   node client.js --backend=B --host=H --port=P --username=U --protocol=N
+//                  [--raknet=V] [--timeout=MS]
+//
+// backend is bedrock-protocol's raknetBackend: jsp-raknet, raknet-native
+// (the C++ RakNet) or raknet-node (rust-raknet). protocol is the Bedrock
+// network protocol to speak; the game version is looked up from it. raknet
+// is the RakNet protocol raknet-native offers in OpenConnectionRequest1;
+// without it bedrock-protocol picks 11 for game versions from 1.19.30 on
+// (src/rak.js, RakNativeClient). jsp-raknet and rust-raknet always offer
+// 10 and take no such option. timeout is bedrock-protocol's connectTimeout
+// in milliseconds (default 8000).
+
+require('./raknet_native').preload()
+
+const { parseArgs } = require('util')
+const bedrock = require('bedrock-protocol')
+const { Versions } = require('bedrock-protocol/src/options')
+
+const { values: opt } = parseArgs({
+  options: {
+    backend: { type: 'string' },
+    host: { type: 'string', default: '127.0.0.1' },
+    port: { type: 'string' },
+    username: { type: 'string', default: 'Steve' },
+    protocol: { type: 'string' },
+    raknet: { type: 'string' },
+    timeout: { type: 'string', default: '8000' }
+  }
+})
+
+function usage (msg) {
+  console.error(msg)
+  process.exit(2)
+}
+
+if (!opt.backend || !opt.port || !opt.protocol) {
+  usage('usage: node client.js --backend=B --port=P --protocol=N [--host=H] [--username=U] [--raknet=V] [--timeout=MS]')
+}
+const version = Object.keys(Versions).find((v) => Versions[v] === Number(opt.protocol))
+if (!version) {
+  usage(`bedrock-protocol knows no game version with protocol ${opt.protocol}`)
+}
+
+if (opt.raknet) {
+  if (opt.backend !== 'raknet-native') {
+    usage(`${opt.backend} offers a fixed RakNet protocol`)
+  }
+  // bedrock-protocol takes Client from the module's exports each time a
+  // client starts (src/rak.js setBackend), so a subclass put there is used.
+  const native = require('raknet-native')
+  const Client = native.Client
+  native.Client = class extends Client {
+    constructor (host, port, options) {
+      super(host, port, { ...options, protocolVersion: Number(opt.raknet) })
+    }
+  }
+}
+
+const log = []
+let done = false
+// closeGraceMs is how long the client keeps running after its result, so
+// the RakNet close bedrock-protocol starts on a kick (and the ACKs the
+// server waits for) reach the server before the process ends.
+const closeGraceMs = 300
+
+function finish (result) {
+  if (done) return
+  done = true
+  // stdout is a pipe, which Node writes synchronously on Linux, so the
+  // line is out even when this runs in the exit handler.
+  process.stdout.write(JSON.stringify({ ...result, log }) + '\n')
+  setTimeout(() => process.exit(0), closeGraceMs).unref()
+}
+process.on('exit', () => finish({ event: 'exit' }))
+// raknet-node rejects its connect promise without a handler when the
+// server refuses the RakNet protocol.
+process.on('unhandledRejection', (e) => finish({ event: 'error', error: String(e) }))
+
+const client = bedrock.createClient({
+  host: opt.host,
+  port: Number(opt.port),
+  username: opt.username,
+  version,
+  offline: true,
+  // The ping would pick the game version from the server's MOTD, and fall
+  // back to bedrock-protocol's own when it does not know that one.
+  skipPing: true,
+  raknetBackend: opt.backend,
+  connectTimeout: Number(opt.timeout),
+  conLog: (...args) => log.push(args.join(' '))
+})
+// Not the kick and play_status events: bedrock-protocol handles a game
+// packet on the next tick (Client onEncapsulated) but a RakNet disconnect
+// at once, and the close removes every listener. When raknet-native hands
+// over the Disconnect packet and the DisconnectionNotification in one
+// batch, the kick event goes to nobody. These methods are still called.
+const onDisconnectRequest = client.onDisconnectRequest.bind(client)
+client.onDisconnectRequest = (p) => {
+  finish({ event: 'kick', message: p.message })
+  onDisconnectRequest(p)
+}
+const onPlayStatus = client.onPlayStatus.bind(client)
+client.onPlayStatus = (p) => {
+  if (p.status !== 'login_success') finish({ event: 'play_status', status: p.status })
+  onPlayStatus(p)
+}
+client.on('error', (e) => finish({ event: 'error', error: String(e && e.message ? e.message : e) }))
