@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,18 +54,35 @@ type jsResult struct {
 }
 
 // needNode returns the node executable, skipping the test when Node.js is
-// not installed and failing it when the client's packages are not.
+// not installed. The client's packages are installed from the committed
+// lock file the first time a test needs them (npm ci), so the tests run
+// on a fresh machine; a failed install fails the test.
 func needNode(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: install Node.js 20 and run npm ci --prefix integration/js to run the bedrock-protocol tests")
+		t.Skip("node is not installed: install Node.js 20 and npm to run the bedrock-protocol tests")
 	}
-	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "bedrock-protocol")); err != nil {
-		t.Fatalf("integration/js/node_modules is missing (%v): run npm ci --prefix integration/js", err)
+	jsInstall.Do(func() {
+		if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "bedrock-protocol")); err == nil {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--prefix", jsDir, "--no-audit", "--no-fund")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			jsInstallErr = fmt.Errorf("npm ci --prefix %s: %v\n%s", jsDir, err, out)
+		}
+	})
+	if jsInstallErr != nil {
+		t.Fatal(jsInstallErr)
 	}
 	return node
 }
+
+// jsInstall installs the client's packages once per test binary.
+var (
+	jsInstall    sync.Once
+	jsInstallErr error
+)
 
 // runJS runs client.js with args against the Bedrock server at addr and
 // returns what it printed.

@@ -229,7 +229,7 @@ func (c *control) onAccepted(msg []byte, now time.Time) (ctlEvent, []ctlReply) {
 	c.replies[0] = ctlReply{b, wire.ReliableOrdered}
 	c.pingSent, c.pingStamp = now, c.timestamp(now)
 	ping := wire.ConnectedPing{Time: c.pingStamp}
-	c.replies[1] = ctlReply{ping.Append(b[len(b):len(b)]), wire.Unreliable}
+	c.replies[1] = ctlReply{ping.Append(b[len(b):]), wire.Unreliable}
 	return evEstablished, c.replies[:2]
 }
 
