@@ -62,6 +62,10 @@ const (
 	// be made to reflect more than this however many sources a flood
 	// forges: 1 MiB/s is several thousand pongs a second.
 	DefaultOfflineBytes = 1 << 20
+	// refusalLogInterval is how often, at most, the listener logs a
+	// summary of the traffic it refused: never a line per datagram or per
+	// address, which a flood could use to fill the log.
+	refusalLogInterval = 10 * time.Second
 	// cookiePeriod is how often the cookie key rotates; a cookie is good
 	// for one to two periods, time for a slow client's retried request.
 	cookiePeriod = 10 * time.Second
@@ -198,6 +202,10 @@ type Listener struct {
 	perIP map[netip.Addr]int
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
+	// Used only by the read goroutine: when refusals were last summarised
+	// in the log, and their total then.
+	refusalLogAt   time.Time
+	refusalsLogged uint64
 	// pending and established count the connections in and past their
 	// handshake; each changes under mu or, for a connection that
 	// completes its handshake, atomically with its move.
@@ -411,16 +419,42 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	}
 	if err != nil {
 		l.dropped.Add(1)
+	} else if len(l.out) > 0 {
+		if l.replyBytes == nil || l.replyBytes.Allow(now, len(l.out)) {
+			_ = l.ep.write(l.out, from)
+		} else {
+			l.rateLimited.Add(1)
+		}
+	}
+	if now.Sub(l.refusalLogAt) >= refusalLogInterval {
+		l.logRefusals(now)
+	}
+}
+
+// refusals returns the total of the refusal counters.
+func (l *Listener) refusals() uint64 {
+	return l.dropped.Load() + l.cookieFailures.Load() + l.rateLimited.Load() + l.poolFull.Load() +
+		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load()
+}
+
+// logRefusals writes one line with the refusals since the last one, if
+// there were any: the listener's only log of traffic from peers that have
+// not proven their address.
+func (l *Listener) logRefusals(now time.Time) {
+	l.refusalLogAt = now
+	total := l.refusals()
+	if total == l.refusalsLogged {
 		return
 	}
-	if len(l.out) == 0 {
-		return
+	n := total - l.refusalsLogged
+	l.refusalsLogged = total
+	if e := l.log.Info(); e.Enabled() {
+		st := l.Stats()
+		e.Uint64("refused", n).Uint64("dropped", st.Dropped).Uint64("cookie_failures", st.CookieFailures).
+			Uint64("rate_limited", st.RateLimited).Uint64("pool_full", st.PoolFull).
+			Uint64("already_connected", st.AlreadyConnected).Uint64("per_ip_limited", st.PerIPLimited).
+			Uint64("oversize", st.Oversize).Msg("refused offline traffic (totals since start)")
 	}
-	if l.replyBytes != nil && !l.replyBytes.Allow(now, len(l.out)) {
-		l.rateLimited.Add(1)
-		return
-	}
-	_ = l.ep.write(l.out, from)
 }
 
 // orDefaultInt returns v, or def when v is 0.
