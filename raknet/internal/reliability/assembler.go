@@ -42,14 +42,6 @@ type assembler struct {
 	oldestNext time.Time
 }
 
-// idleAssemblies is how many messages in progress the list and map may
-// have grown to and still be kept once empty.
-const idleAssemblies = 16
-
-// partOverhead charges the slice header of every announced part so an
-// announced count costs memory up front.
-const partOverhead = 24
-
 var (
 	errSplitCount = fmt.Errorf("split count exceeds limit")
 	errSplitConc  = fmt.Errorf("too many split messages in progress")

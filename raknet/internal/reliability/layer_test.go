@@ -301,7 +301,7 @@ func TestFastResend(t *testing.T) {
 			}
 			now := t0.Add(tc.ackAt)
 			mustHandle(t, a.Layer, now, ackDatagram(false, wire.AckRange{Start: wire.Uint24(tc.acked), End: wire.Uint24(tc.acked)}))
-			if rto := a.rtt.rto(); tc.ackAt >= rto {
+			if rto := a.sent.rtt.rto(); tc.ackAt >= rto {
 				t.Fatalf("test needs the ACK before the RTO (%v)", rto)
 			}
 			var resent []uint32
@@ -326,8 +326,8 @@ func TestFastResend(t *testing.T) {
 				t.Errorf("FramesResent: got %v, want %v", st.FramesResent, len(tc.resent))
 			}
 			var inFlight int
-			for n := a.sendOldest; n < a.sendNext; n++ {
-				if s := a.slot(n); s.inFlight && len(s.frames) > 0 && !s.retrans {
+			for n := a.sent.hist.oldest; n < a.sent.hist.next; n++ {
+				if s := a.sent.hist.slot(n); s.inFlight && len(s.frames) > 0 && !s.retrans {
 					inFlight++
 				}
 			}
@@ -718,8 +718,8 @@ func TestAckLeavesWithData(t *testing.T) {
 	if a := decodeAck(t, ds[1]); a.NACK || len(a.Ranges) != 1 || a.Ranges[0] != (wire.AckRange{}) {
 		t.Errorf("second datagram: got %+v, want the ACK of datagram 0", a)
 	}
-	if !b.acks.empty() {
-		t.Errorf("pending ACKs: got %v, want none", b.acks.iv)
+	if !b.recv.acks.empty() {
+		t.Errorf("pending ACKs: got %v, want none", b.recv.acks.iv)
 	}
 }
 
@@ -739,16 +739,16 @@ func TestIdleTrimsFreeFrames(t *testing.T) {
 	for _, d := range drain(b.Layer, t0.Add(DefaultAckDelay)) {
 		mustHandle(t, a.Layer, t0.Add(DefaultAckDelay), d)
 	}
-	if a.Buffered() != 0 || len(a.free) < 20 {
-		t.Fatalf("after the burst: got %d buffered, %d free frames, want 0, >= 20", a.Buffered(), len(a.free))
+	if a.Buffered() != 0 || len(a.q.free) < 20 {
+		t.Fatalf("after the burst: got %d buffered, %d free frames, want 0, >= 20", a.Buffered(), len(a.q.free))
 	}
 	drain(a.Layer, t0.Add(idleTrimAfter/2))
-	if len(a.free) < 20 {
-		t.Fatalf("free frames before the idle time: got %d, want >= 20", len(a.free))
+	if len(a.q.free) < 20 {
+		t.Fatalf("free frames before the idle time: got %d, want >= 20", len(a.q.free))
 	}
 	drain(a.Layer, t0.Add(DefaultAckDelay+idleTrimAfter))
-	if len(a.free) != idleFreeFrames {
-		t.Errorf("free frames after the idle time: got %d, want %d", len(a.free), idleFreeFrames)
+	if len(a.q.free) != idleFreeFrames {
+		t.Errorf("free frames after the idle time: got %d, want %d", len(a.q.free), idleFreeFrames)
 	}
 }
 
@@ -806,8 +806,8 @@ func TestRefusedDatagramsArePulled(t *testing.T) {
 	}
 	handleRefused(t, b.Layer, t0, dataDatagram(4, frame(5, 5)), errOrderQueueFull)
 	handleRefused(t, b.Layer, t0, dataDatagram(5, frame(6, 6)), errOrderQueueFull)
-	if len(b.pulls) != 2 {
-		t.Fatalf("refusals remembered: got %d, want 2", len(b.pulls))
+	if len(b.adm.pulls) != 2 {
+		t.Fatalf("refusals remembered: got %d, want 2", len(b.adm.pulls))
 	}
 	// No room: nothing is asked for again.
 	now := t0.Add(pullInterval)
@@ -831,8 +831,8 @@ func TestRefusedDatagramsArePulled(t *testing.T) {
 	if want := []wire.AckRange{{Start: 4, End: 5}}; !slices.Equal(named, want) {
 		t.Fatalf("NACKed: got %v, want %v", named, want)
 	}
-	if len(b.pulls) != 0 {
-		t.Errorf("refusals remembered after the pull: got %d, want 0", len(b.pulls))
+	if len(b.adm.pulls) != 0 {
+		t.Errorf("refusals remembered after the pull: got %d, want 0", len(b.adm.pulls))
 	}
 }
 
@@ -879,11 +879,11 @@ func TestRefusalsBounded(t *testing.T) {
 			t.Fatalf("datagram %d: got error %v, want %v", i, err, errOrderQueueFull)
 		}
 	}
-	if len(b.pulls) > maxPulls || len(b.pulls) == 0 {
-		t.Fatalf("refusals remembered: got %d, want 1 to %d", len(b.pulls), maxPulls)
+	if len(b.adm.pulls) > maxPulls || len(b.adm.pulls) == 0 {
+		t.Fatalf("refusals remembered: got %d, want 1 to %d", len(b.adm.pulls), maxPulls)
 	}
 	nearest := uint64(1 << 63)
-	for _, r := range b.pulls {
+	for _, r := range b.adm.pulls {
 		nearest = min(nearest, r.order-absBase)
 	}
 	if nearest != window+1 {
@@ -928,9 +928,9 @@ func TestProbeAfterSilence(t *testing.T) {
 	b := newTestPeer(t, Config{})
 	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 2, 0, []byte{1})))
 	drain(b.Layer, t0.Add(DefaultAckDelay))
-	at := t0.Add(b.probeDelay())
+	at := t0.Add(b.probe.delay(b.sent.rtt.smoothed()))
 	want := []wire.AckRange{{Start: 1, End: probeSpan}}
-	for i, wait := range []time.Duration{0, 2 * b.probeDelay(), 4 * b.probeDelay()} {
+	for i, wait := range []time.Duration{0, 2 * b.probe.delay(b.sent.rtt.smoothed()), 4 * b.probe.delay(b.sent.rtt.smoothed())} {
 		at = at.Add(wait)
 		if got := b.NextDeadline(at.Add(-time.Millisecond)); !got.Equal(at) {
 			t.Fatalf("probe %d: NextDeadline got %v, want %v", i, got.Sub(t0), at.Sub(t0))

@@ -110,12 +110,9 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, delive
 	return nil
 }
 
-// slotSize is the memory one ring slot takes, charged against maxBytes.
-const slotSize = 24
-
 // ringSize returns the ring size that holds index ahead.
 func ringSize(cur int, ahead uint64) int {
-	size := max(cur, 8)
+	size := max(cur, minOrderRing)
 	for uint64(size) <= ahead {
 		size *= 2
 	}

@@ -496,14 +496,14 @@ func checkWrapped(t *testing.T, a, b *Layer) {
 		name string
 		v    uint64
 	}{
-		{"send datagram number", a.sendNext},
-		{"send reliable index", a.relNext},
-		{"send order index ch0", a.indexes(0).order},
-		{"send sequence index ch4", a.indexes(4).seq},
-		{"recv datagram number", b.dgramHigh},
-		{"recv reliable index", b.relWin.base},
-		{"recv order index ch0", b.order.get(0).expected},
-		{"recv order index ch1", b.order.get(1).expected},
+		{"send datagram number", a.sent.hist.next},
+		{"send reliable index", a.q.relNext},
+		{"send order index ch0", a.q.indexes(0).order},
+		{"send sequence index ch4", a.q.indexes(4).seq},
+		{"recv datagram number", b.recv.high},
+		{"recv reliable index", b.rcv.relWin.base},
+		{"recv order index ch0", b.rcv.order.get(0).expected},
+		{"recv order index ch1", b.rcv.order.get(1).expected},
 	}
 	for _, c := range counters {
 		if c.v < wrapLimit {
