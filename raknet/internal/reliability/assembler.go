@@ -1,7 +1,7 @@
 package reliability
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -43,28 +43,21 @@ type assembler struct {
 }
 
 var (
-	errSplitCount = fmt.Errorf("split count exceeds limit")
-	errSplitConc  = fmt.Errorf("too many split messages in progress")
-	errSplitBytes = fmt.Errorf("split messages exceed the reassembly byte limit")
-	errSplitShape = fmt.Errorf("split fragment disagrees with its message")
+	errSplitCount = errors.New("split count exceeds limit")
+	errSplitConc  = errors.New("too many split messages in progress")
+	errSplitBytes = errors.New("split messages exceed the reassembly byte limit")
+	errSplitShape = errors.New("split fragment disagrees with its message")
 )
 
 // add stores fragment f (whose payload is copied) and returns the whole
 // message when f completed it. The returned frame's Payload is owned by the
-// caller.
+// caller. The limits on the split count, the messages in progress and the
+// bytes held are admission's to check, before anything of the datagram is
+// recorded: add is only given fragments admitted.
 func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
-	if f.SplitCount > a.maxCount {
-		return nil, fmt.Errorf("%w: %d > %d", errSplitCount, f.SplitCount, a.maxCount)
-	}
 	m := a.find(f.SplitID)
 	if m == nil {
-		if len(a.list) >= a.maxConc {
-			return nil, fmt.Errorf("%w: %d", errSplitConc, a.maxConc)
-		}
 		cost := int(f.SplitCount) * partOverhead
-		if a.bytes+cost > a.maxBytes {
-			return nil, errSplitBytes
-		}
 		m = &assembly{id: f.SplitID, count: f.SplitCount, parts: make([][]byte, f.SplitCount), bytes: cost, started: now, header: *f}
 		m.est = a.estimate(f)
 		m.header.Payload = nil
@@ -86,9 +79,6 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 	}
 	if m.parts[f.SplitIndex] != nil {
 		return nil, nil // duplicate fragment: never completes twice
-	}
-	if a.bytes+len(f.Payload) > a.maxBytes {
-		return nil, errSplitBytes
 	}
 	m.parts[f.SplitIndex] = append([]byte(nil), f.Payload...)
 	a.committed -= max(m.est, m.bytes)

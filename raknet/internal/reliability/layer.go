@@ -123,6 +123,13 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		l.stats.Errors++
 		return err
 	}
+	// The number comes first: a duplicate is acknowledged again, or
+	// dropped when too old to tell, without decoding its frames.
+	abs := l.recv.number(h.Number)
+	if l.recv.duplicate(abs, now) {
+		l.probe.arrived(now)
+		return nil
+	}
 	// Validate every frame before accepting the datagram, so a malformed
 	// one is dropped whole and never acknowledged.
 	frames := l.frames[:0]
@@ -131,6 +138,7 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 		k, err := f.Decode(rest)
 		if err != nil {
 			l.stats.Errors++
+			clear(frames)
 			return err
 		}
 		frames = append(frames, f)
@@ -138,16 +146,7 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	}
 	l.frames = frames[:0]
 	defer clear(frames)
-	abs := l.recv.number(h.Number)
 	l.probe.arrived(now)
-	if abs+datagramWindowSpan <= l.recv.high {
-		l.recv.dups++
-		return nil
-	}
-	l.recv.win.slide(abs)
-	if l.recv.duplicate(abs, now) {
-		return nil
-	}
 	if high := l.recv.advance(abs); abs >= high {
 		l.nacks.gap(high, abs, now, nackDelay(l.sent.rtt.rttvar))
 	} else {

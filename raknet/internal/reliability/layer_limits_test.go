@@ -79,12 +79,6 @@ func TestHostileSplitCount(t *testing.T) {
 			}
 		})
 	}
-	// The assembler refuses the count itself too, whatever reaches it.
-	a := assembler{maxCount: 8, maxConc: 4, maxBytes: 1 << 20, timeout: time.Second}
-	f := splitFrame(0, 1, 1<<32-1, 0, []byte{1})
-	if _, err := a.add(&f, t0); !errors.Is(err, errSplitCount) || len(a.list) != 0 {
-		t.Errorf("assembler.add: got error %v and %d messages, want %v and 0", err, len(a.list), errSplitCount)
-	}
 }
 
 func TestHostileConcurrentSplits(t *testing.T) {

@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -42,11 +41,8 @@ func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
 	rel := f.Reliability
 	if rel.Reliable() {
 		idx := unwrap(r.relWin.base, f.ReliableIndex)
-		fresh, err := r.relWin.mark(idx)
-		if err != nil {
-			return fmt.Errorf("handle frame: reliable index %d: %w", f.ReliableIndex, err)
-		}
-		if !fresh {
+		// admit checked that the window can hold idx.
+		if fresh, _ := r.relWin.mark(idx); !fresh {
 			r.dupFrames++
 			return nil
 		}
