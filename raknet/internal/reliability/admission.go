@@ -18,6 +18,13 @@ import (
 // otherwise resend only on a timeout that grows to seconds. Every frame is
 // checked against the receive limits before anything of it is recorded,
 // so a refused datagram leaves no trace but its place on the pull list.
+//
+// The room is that of reassembly and the ordering queues, and that of the
+// application's read queue: a message that would be delivered while the
+// messages held for the application are at their bound is refused, unless
+// it is ordered and can wait at the head of its channel. Its refusal is
+// pulled when Consumed makes room, not on the pull interval, since nothing
+// else frees that room.
 
 // errNotConnected is returned for a datagram without the valid flag.
 var errNotConnected = errors.New("handle datagram: not a connected datagram")
@@ -29,7 +36,12 @@ var (
 	errRefuseSplitCount = fmt.Errorf("handle datagram: %w", errSplitCount)
 	errRefuseSplitConc  = fmt.Errorf("handle datagram: %w", errSplitConc)
 	errRefuseSplitBytes = fmt.Errorf("handle datagram: %w", errSplitBytes)
+	errRefuseHeld       = fmt.Errorf("handle datagram: %w", errHeldFull)
 )
+
+// errHeldFull refuses a message that would be delivered while the
+// messages held for the application are at their bound.
+var errHeldFull = errors.New("messages held for the application at their limit")
 
 // refusal is a datagram refused for a receive limit that frees up.
 type refusal struct {
@@ -38,6 +50,7 @@ type refusal struct {
 	size    int    // the room its frame's message needs
 	channel uint8
 	ordered bool
+	held    bool // refused for the room of the messages held
 }
 
 // admission checks frames against the receive limits and remembers the
@@ -47,6 +60,12 @@ type refusal struct {
 type admission struct {
 	pulls []refusal
 	at    time.Time // when pulls may next be NACKed
+	// timed counts the refusals retried every pullInterval: all but
+	// those refused for the messages held, which only consumed frees.
+	timed int
+	// heldDue is set when a message was consumed: the held refusals may
+	// be pulled at once.
+	heldDue bool
 }
 
 // admit checks one frame against the receive limits before anything is
@@ -71,16 +90,19 @@ func (a *admission) admit(r *receiver, f *wire.Frame) error {
 		if waits {
 			return r.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload), asm.committed)
 		}
-		return nil
+		return a.admitDelivery(r, f, len(f.Payload), 0)
 	}
 	if f.SplitCount > asm.maxCount {
 		return errRefuseSplitCount
 	}
-	if asm.find(f.SplitID) != nil {
+	if m := asm.find(f.SplitID); m != nil {
 		// A message in progress was given room to complete when its
 		// first fragment came: only the hard limit applies to the rest.
 		if asm.bytes+len(f.Payload) > asm.maxBytes {
 			return errRefuseSplitBytes
+		}
+		if m.completedBy(f) {
+			return a.admitDelivery(r, &m.header, m.sizeWith(f), m.share())
 		}
 		return nil
 	}
@@ -104,7 +126,39 @@ func (a *admission) admit(r *receiver, f *wire.Frame) error {
 		// it completes ahead of its turn.
 		return r.order.admit(f.OrderChannel, f.OrderIndex, est, asm.committed)
 	}
+	if f.SplitCount == 1 {
+		return a.admitDelivery(r, f, len(f.Payload), 0)
+	}
 	return nil
+}
+
+// admitDelivery checks the message of size bytes that h heads, which
+// handling the frame completes: unless it is stale or waits behind a
+// missing one, it is delivered now and needs room among the messages
+// held, or, if it is ordered, room to wait at the head of its channel.
+// share is what reassembly committed for it.
+func (a *admission) admitDelivery(r *receiver, h *wire.Frame, size, share int) error {
+	rel := h.Reliability
+	switch {
+	case rel.Sequenced():
+		if _, _, newer := r.order.newer(h.OrderChannel, h.OrderIndex, h.SequenceIndex); !newer {
+			return nil // dropped as stale
+		}
+	case rel.Ordered():
+		o := &r.order
+		c := o.get(h.OrderChannel)
+		if unwrap(c.expected, h.OrderIndex) != c.expected {
+			return nil // dropped as old, or waits and was admitted so
+		}
+		if r.fits(size) || o.bytes+r.asm.committed-share+size+o.growCost(c, 0) <= o.maxBytes {
+			return nil
+		}
+		return errRefuseHeld
+	}
+	if r.fits(size) {
+		return nil
+	}
+	return errRefuseHeld
 }
 
 // refuse remembers datagram abs, refused at frame f for err, to be pulled
@@ -118,8 +172,9 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		// Keep the refusals nearest to delivery.
 		a.sortPulls(r)
 		a.pulls = a.pulls[:maxPulls*3/4]
+		a.count()
 	}
-	x := refusal{num: abs, size: len(f.Payload)}
+	x := refusal{num: abs, size: len(f.Payload), held: err == errRefuseHeld}
 	if f.Split {
 		x.size = r.asm.estimate(f)
 	}
@@ -127,10 +182,32 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		x.ordered, x.channel = true, f.OrderChannel
 		x.order = unwrap(r.order.get(f.OrderChannel).expected, f.OrderIndex)
 	}
-	if len(a.pulls) == 0 {
-		a.at = now.Add(pullInterval)
+	if !x.held {
+		if a.timed == 0 && !a.heldDue {
+			a.at = now.Add(pullInterval)
+		}
+		a.timed++
 	}
 	a.pulls = append(a.pulls, x)
+}
+
+// count recounts the timed refusals.
+func (a *admission) count() {
+	a.timed = 0
+	for i := range a.pulls {
+		if !a.pulls[i].held {
+			a.timed++
+		}
+	}
+}
+
+// consumed makes the refusals for the room of the messages held due to
+// be pulled at once: a message was consumed.
+func (a *admission) consumed(now time.Time) {
+	if len(a.pulls) > a.timed && !a.heldDue {
+		a.heldDue = true
+		a.at = now
+	}
 }
 
 // room returns how many bytes of messages that wait in an ordering queue
@@ -155,57 +232,68 @@ func (a *admission) sortPulls(r *receiver) {
 
 // pull NACKs refused datagrams once there is room for them: those whose
 // frame its channel waits for always, then the nearest to delivery, as
-// many as the room takes and at most pullBatch.
+// many as the room takes and at most pullBatch. Those refused for the
+// messages held are pulled only as far as the room of those goes.
 func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram int) {
-	if len(a.pulls) == 0 || now.Before(a.at) {
+	if len(a.pulls) == 0 || (a.timed == 0 && !a.heldDue) || now.Before(a.at) {
 		return
 	}
 	a.at = now.Add(pullInterval)
+	a.heldDue = false
+	held := r.held // the room left, taken by each held refusal pulled
 	room := a.room(r)
+	k := 0 // refusals kept
 	if room < maxDatagram {
 		// No room: only what the channels wait for, found without
 		// sorting, which a full connection would otherwise pay for every
 		// interval.
-		k := 0
 		for _, x := range a.pulls {
-			if a.distance(r, &x) == 0 {
+			if a.distance(r, &x) == 0 && (!x.held || held.claim(x.size)) {
 				nq.pull(x.num, now)
 				continue
 			}
 			a.pulls[k] = x
 			k++
 		}
-		a.pulls = a.pulls[:k]
 	} else {
 		a.sortPulls(r)
-		n := 0
+		n, pulled := 0, 0
 		for ; n < len(a.pulls); n++ {
-			x := &a.pulls[n]
-			if a.distance(r, x) > 0 {
+			x := a.pulls[n]
+			if a.distance(r, &x) > 0 {
 				// Fragments of one message are neighbours here: its
 				// room is counted once.
 				if n == 0 || !x.ordered || x.order != a.pulls[n-1].order || x.channel != a.pulls[n-1].channel {
 					room -= x.size
 				}
-				if room < 0 || n >= pullBatch {
+				if room < 0 || pulled >= pullBatch {
 					break
 				}
 			}
+			if x.held && !held.claim(x.size) {
+				a.pulls[k] = x
+				k++
+				continue
+			}
 			nq.pull(x.num, now)
+			pulled++
 		}
-		a.pulls = a.pulls[:copy(a.pulls, a.pulls[n:])]
+		k += copy(a.pulls[k:], a.pulls[n:])
 	}
+	a.pulls = a.pulls[:k]
+	a.count()
 	if len(a.pulls) == 0 && cap(a.pulls) > maxIdlePulls {
 		a.pulls = nil
 	}
 }
 
-// waiting reports whether refused datagrams wait to be pulled.
-func (a *admission) waiting() bool { return len(a.pulls) > 0 }
+// waiting reports whether refused datagrams wait to be pulled when room
+// frees up in reassembly or the ordering queues.
+func (a *admission) waiting() bool { return a.timed > 0 }
 
 // deadline adds when refusals may next be pulled to d.
 func (a *admission) deadline(d *deadline) {
-	if len(a.pulls) > 0 {
+	if a.timed > 0 || (a.heldDue && len(a.pulls) > 0) {
 		d.add(a.at)
 	}
 }

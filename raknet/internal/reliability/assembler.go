@@ -20,6 +20,19 @@ type assembly struct {
 	header   wire.Frame // ordering fields shared by every fragment
 }
 
+// completedBy reports whether fragment f completes m.
+func (m *assembly) completedBy(f *wire.Frame) bool {
+	return f.SplitCount == m.count && m.received+1 == m.count && m.parts[f.SplitIndex] == nil
+}
+
+// sizeWith returns the size of m completed by fragment f.
+func (m *assembly) sizeWith(f *wire.Frame) int {
+	return m.bytes - int(m.count)*partOverhead + len(f.Payload)
+}
+
+// share returns what m counts for in the assembler's committed bytes.
+func (m *assembly) share() int { return max(m.est, m.bytes) }
+
 // assembler reassembles split messages with caps on the split count, the
 // number of messages in progress and the bytes held, and drops partial
 // messages older than a timeout.

@@ -19,9 +19,12 @@ type Config struct {
 	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
 	// minus the IP and UDP headers. Required.
 	MaxDatagram int
-	// Deliver receives every message in delivery order. The slice is valid
-	// only during the call. Required.
-	Deliver func(msg []byte)
+	// Deliver receives every message in delivery order; the slice is valid
+	// only during the call. It returns true when it keeps the message for
+	// the application: the message then counts against MaxHeldMessages
+	// and MaxHeldBytes until Consumed is called for it. Control messages
+	// the caller answers at once return false. Required.
+	Deliver func(msg []byte) bool
 	// Receipt, if set, learns the fate of messages sent with an
 	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
 	Receipt func(id uint32, acked bool)
@@ -36,6 +39,14 @@ type Config struct {
 	MaxOrderBytes       int
 	ReliableWindow      int
 	AckDelay            time.Duration
+
+	// MaxHeldMessages and MaxHeldBytes bound the messages delivered and
+	// kept but not yet Consumed (the connection's read queue). Defaults
+	// DefaultMaxHeldMessages and DefaultMaxHeldBytes. A message that does
+	// not fit waits, in its ordering queue or unacknowledged at the
+	// sender, except that one message is always delivered when nothing
+	// is held, however large.
+	MaxHeldMessages, MaxHeldBytes int
 
 	// Initial values of the send-side counters (datagram number, reliable
 	// index, order and sequence indexes) and of the matching receive-side
@@ -58,6 +69,8 @@ func (c *Config) fill() {
 	def(&c.MaxOrderQueue, DefaultMaxOrderQueue)
 	def(&c.MaxOrderBytes, DefaultMaxOrderBytes)
 	def(&c.ReliableWindow, DefaultReliableWindow)
+	def(&c.MaxHeldMessages, DefaultMaxHeldMessages)
+	def(&c.MaxHeldBytes, DefaultMaxHeldBytes)
 	if c.SplitTimeout <= 0 {
 		c.SplitTimeout = DefaultSplitTimeout
 	}
@@ -80,4 +93,5 @@ type Stats struct {
 	SRTT, RTTVar, MinRTT, RTO        time.Duration
 	Window, InFlight                 int // congestion window and bytes in flight
 	Buffered                         int // bytes held until acknowledged
+	Held, HeldBytes                  int // messages and bytes kept by Deliver, not yet Consumed
 }

@@ -65,6 +65,7 @@ func (l *Layer) Stats() Stats {
 	s.AcksSent, s.NacksSent = l.recv.sent, l.nacks.sent
 	s.DuplicateDatagrams, s.DuplicateFrames = l.recv.dups, l.rcv.dupFrames
 	s.MessagesDelivered = l.rcv.delivered
+	s.Held, s.HeldBytes = l.rcv.held.msgs, l.rcv.held.bytes
 	r := &l.sent.rtt
 	s.SRTT, s.RTTVar, s.MinRTT, s.RTO = r.srtt, r.rttvar, r.minRTT, r.rto()
 	s.Window, s.InFlight, s.Buffered = l.sent.cc.cwnd, l.sent.cc.inFlight, l.q.buffered
@@ -82,6 +83,15 @@ func (l *Layer) Buffered() int { return l.q.buffered }
 // from us.
 func (l *Layer) Idle() bool {
 	return l.q.buffered == 0 && !l.q.hasData() && l.recv.acks.empty() && l.nacks.set.empty()
+}
+
+// Consumed tells the layer the application took one kept message of size
+// bytes. It may deliver messages that were waiting for room (through
+// Deliver) and makes refused datagrams due to be pulled (NACKed) again:
+// call AppendDatagram, or arm the timer from NextDeadline, after it.
+func (l *Layer) Consumed(now time.Time, size int) {
+	l.rcv.consumed(size)
+	l.adm.consumed(now)
 }
 
 // AckNow makes pending ACKs due at once instead of after the ACK delay,

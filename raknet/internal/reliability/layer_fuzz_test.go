@@ -119,11 +119,12 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	receipts := map[uint32]int{}
 	var got [][]byte
 	cfg := fuzzConfig
-	cfg.Deliver = func(m []byte) {
+	cfg.Deliver = func(m []byte) bool {
 		if len(m) == 0 || len(m) > cfg.MaxSplitBytes {
 			t.Fatalf("delivered message size: got %v, want 1..%v", len(m), cfg.MaxSplitBytes)
 		}
 		got = append(got, append([]byte(nil), m...))
+		return false
 	}
 	cfg.Receipt = func(id uint32, acked bool) {
 		if receipts[id]++; receipts[id] > 1 {

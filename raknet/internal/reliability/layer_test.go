@@ -27,7 +27,10 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	cfg.Deliver = func(m []byte) { p.got = append(p.got, append([]byte(nil), m...)) }
+	cfg.Deliver = func(m []byte) bool {
+		p.got = append(p.got, append([]byte(nil), m...))
+		return false
+	}
 	cfg.Receipt = func(id uint32, acked bool) { p.receipts = append(p.receipts, receiptEvent{id, acked}) }
 	p.Layer = New(cfg, t0)
 	return p
@@ -600,7 +603,7 @@ func TestReceiptIDs(t *testing.T) {
 // rings, free lists and windows are at their steady size, and the
 // counters it keeps.
 func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
-	deliver := func([]byte) {}
+	deliver := func([]byte) bool { return false }
 	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
 	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
 	p := make([]byte, 100)

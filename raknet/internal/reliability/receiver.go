@@ -9,14 +9,23 @@ import (
 // receiver takes the frames of accepted datagrams through dedup (the
 // reliable index window), reassembly of split messages and the ordering
 // channels to delivery. Every frame it is given was admitted first, so
-// none of its structures outgrows its limit.
+// none of its structures outgrows its limit, and no delivery takes the
+// messages held for the application past their bound: an ordered message
+// without room waits at the head of its channel until consumed makes
+// room.
 type receiver struct {
-	relWin    seqWindow
-	order     orderChannels
-	asm       assembler
-	out       func(msg []byte)
-	delivered uint64 // messages delivered
-	dupFrames uint64 // reliable frames received again
+	relWin seqWindow
+	order  orderChannels
+	asm    assembler
+	out    func(msg []byte) bool
+	held   heldBudget
+	// delivering is set during a call of out; redrain records that a
+	// message was consumed meanwhile, so the waiting heads are drained
+	// once out returns rather than from inside it.
+	delivering, redrain bool
+	next                int    // the channel drained first next time
+	delivered           uint64 // messages delivered
+	dupFrames           uint64 // reliable frames received again
 }
 
 func newReceiver(cfg *Config, start uint64) receiver {
@@ -30,7 +39,8 @@ func newReceiver(cfg *Config, start uint64) receiver {
 			timeout:  cfg.SplitTimeout,
 			maxPart:  cfg.MaxDatagram - wire.DatagramHeaderSize,
 		},
-		out: cfg.Deliver,
+		out:  cfg.Deliver,
+		held: heldBudget{maxMsgs: cfg.MaxHeldMessages, maxBytes: cfg.MaxHeldBytes},
 	}
 	return r
 }
@@ -61,25 +71,67 @@ func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
 		}
 		return nil
 	case rel.Ordered():
-		return r.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, r.deliver)
+		return r.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, r)
 	}
 	r.deliver(f.Payload)
 	return nil
 }
 
+// fits reports whether a message of size bytes may be delivered now.
+func (r *receiver) fits(size int) bool { return r.held.fits(size) }
+
+// deliver hands p to the application, counting it as held if kept.
 func (r *receiver) deliver(p []byte) {
 	r.delivered++
-	r.out(p)
+	r.delivering = true
+	kept := r.out(p)
+	r.delivering = false
+	if kept {
+		r.held.take(len(p))
+	}
+	if r.redrain {
+		r.redrain = false
+		r.drain()
+	}
+}
+
+// consumed counts a held message of size bytes as taken by the
+// application and delivers what waited for the room.
+func (r *receiver) consumed(size int) {
+	r.held.release(size)
+	if r.delivering {
+		r.redrain = true
+		return
+	}
+	r.drain()
+}
+
+// drain delivers the messages waiting at the heads of the ordering
+// channels while there is room, starting with a different channel each
+// time so that none takes all the room.
+func (r *receiver) drain() {
+	n := len(r.order.ch)
+	for i := range n {
+		c := &r.order.ch[(r.next+i)%n]
+		if c.ready() {
+			r.order.drain(c, r)
+		}
+	}
+	if n > 0 {
+		r.next = (r.next + 1) % n
+	}
 }
 
 // waiting reports whether received data waits for something missing: a
-// message in reassembly or behind a gap in an ordering queue.
+// message in reassembly or behind a gap in an ordering queue. A channel
+// whose next message is there waits for the application, not the
+// network.
 func (r *receiver) waiting() bool {
 	if len(r.asm.list) > 0 {
 		return true
 	}
 	for i := range r.order.ch {
-		if r.order.ch[i].queued > 0 {
+		if c := &r.order.ch[i]; c.queued > 0 && !c.ready() {
 			return true
 		}
 	}

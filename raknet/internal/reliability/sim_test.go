@@ -126,12 +126,13 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 	for i := range 2 {
 		c := cfg
 		c.MaxDatagram = s.p.maxDatagram
-		c.Deliver = func(msg []byte) {
+		c.Deliver = func(msg []byte) bool {
 			if s.onDeliver != nil {
 				s.onDeliver(i, msg)
-				return
+				return false
 			}
 			s.recv[i] = append(s.recv[i], append([]byte(nil), msg...))
+			return false
 		}
 		if c.Receipt == nil {
 			c.Receipt = func(id uint32, acked bool) {
