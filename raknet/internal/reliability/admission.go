@@ -63,8 +63,10 @@ type admission struct {
 	// timed counts the refusals retried every pullInterval: all but
 	// those refused for the messages held, which only consumed frees.
 	timed int
-	// heldDue is set when a message was consumed: the held refusals may
-	// be pulled at once.
+	// heldDue is set when the held refusals may be pulled at a: a
+	// message was consumed, or the last round left some for which there
+	// is room (the room it counted went to those it pulled, which may
+	// not come back: a sender ignores a NACK of what it already resent).
 	heldDue bool
 }
 
@@ -242,7 +244,15 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 	a.heldDue = false
 	held := r.held // the room left, taken by each held refusal pulled
 	room := a.room(r)
-	k := 0 // refusals kept
+	k := 0        // refusals kept
+	minHeld := -1 // the smallest held refusal kept
+	keep := func(x refusal) {
+		a.pulls[k] = x
+		k++
+		if x.held && (minHeld < 0 || x.size < minHeld) {
+			minHeld = x.size
+		}
+	}
 	if room < maxDatagram {
 		// No room: only what the channels wait for, found without
 		// sorting, which a full connection would otherwise pay for every
@@ -252,8 +262,7 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 				nq.pull(x.num, now)
 				continue
 			}
-			a.pulls[k] = x
-			k++
+			keep(x)
 		}
 	} else {
 		a.sortPulls(r)
@@ -271,17 +280,19 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 				}
 			}
 			if x.held && !held.claim(x.size) {
-				a.pulls[k] = x
-				k++
+				keep(x)
 				continue
 			}
 			nq.pull(x.num, now)
 			pulled++
 		}
-		k += copy(a.pulls[k:], a.pulls[n:])
+		for _, x := range a.pulls[n:] {
+			keep(x)
+		}
 	}
 	a.pulls = a.pulls[:k]
 	a.count()
+	a.heldDue = minHeld >= 0 && r.held.fits(minHeld)
 	if len(a.pulls) == 0 && cap(a.pulls) > maxIdlePulls {
 		a.pulls = nil
 	}

@@ -94,8 +94,11 @@ type simLink struct {
 	errs   int
 
 	// onDeliver, if set, receives every delivered message instead of recv
-	// (the slice is only valid during the call).
-	onDeliver func(side int, msg []byte)
+	// (the slice is only valid during the call) and answers for Deliver.
+	onDeliver func(side int, msg []byte) bool
+	// refusals, if set, lets HandleDatagram refuse datagrams (a receive
+	// limit tested on purpose); errs still counts them.
+	refusals bool
 	// receipts collects Config.Receipt calls per side.
 	receipts [2][]receiptEvent
 }
@@ -128,8 +131,7 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 		c.MaxDatagram = s.p.maxDatagram
 		c.Deliver = func(msg []byte) bool {
 			if s.onDeliver != nil {
-				s.onDeliver(i, msg)
-				return false
+				return s.onDeliver(i, msg)
 			}
 			s.recv[i] = append(s.recv[i], append([]byte(nil), msg...))
 			return false
@@ -201,7 +203,9 @@ func (s *simLink) step() bool {
 		d := s.wire.pop()
 		if err := s.layers[d.to].HandleDatagram(s.now, d.b); err != nil {
 			s.errs++
-			s.t.Errorf("layer %d: %v", d.to, err)
+			if !s.refusals {
+				s.t.Errorf("layer %d: %v", d.to, err)
+			}
 		}
 		// The layer keeps no reference to a handled datagram.
 		s.free = append(s.free, d.b)
@@ -371,7 +375,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 				}
 			}
 			// Side i's deliveries were sent by side 1-i.
-			s.onDeliver = func(side int, b []byte) {
+			s.onDeliver = func(side int, b []byte) bool {
 				m := sides[1-side]
 				id := checkMsg(t, b)
 				if id >= len(m.kind) {
@@ -396,6 +400,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 					}
 					m.lastOrd[k.ch] = id
 				}
+				return false
 			}
 			send := func(dir int, k mixKind, size int) {
 				m := sides[dir]
@@ -522,10 +527,11 @@ func BenchmarkSimulatedLink(b *testing.B) {
 				p := linkParams{loss: loss, delay: 10 * time.Millisecond, jitter: time.Millisecond}
 				s := newSimLink(b, 1, p, Config{})
 				delivered := 0
-				s.onDeliver = func(side int, _ []byte) {
+				s.onDeliver = func(side int, _ []byte) bool {
 					if side == 1 {
 						delivered++
 					}
+					return false
 				}
 				m := msg(0, size)
 				b.ReportAllocs()
