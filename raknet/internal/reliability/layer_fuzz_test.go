@@ -21,6 +21,8 @@ var fuzzConfig = Config{
 	MaxOrderQueue:       64,
 	MaxOrderBytes:       16 << 10,
 	ReliableWindow:      512,
+	MaxHeldMessages:     4,
+	MaxHeldBytes:        4 << 10,
 	InitialSend:         uint32(wire.MaxUint24) - 3,
 	InitialRecv:         uint32(wire.MaxUint24) - 3,
 }
@@ -30,7 +32,8 @@ const fuzzStart = uint32(wire.MaxUint24) - 3
 
 // fuzzRecord encodes one step of FuzzReceiver's input: a byte whose low 7
 // bits advance the clock in milliseconds (the top bit asks the receiver
-// to send what it has), a u16 BE length, and the datagram.
+// to send what it has, after its reader took what it held), a u16 BE
+// length, and the datagram. The reader keeps the messages of odd length.
 func fuzzRecord(b []byte, step byte, d []byte) []byte {
 	b = append(b, step)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(d)))
@@ -118,20 +121,29 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	now := t0
 	receipts := map[uint32]int{}
 	var got [][]byte
+	var held []int // sizes of the messages kept
 	cfg := fuzzConfig
+	var l *Layer
 	cfg.Deliver = func(m []byte) bool {
 		if len(m) == 0 || len(m) > cfg.MaxSplitBytes {
 			t.Fatalf("delivered message size: got %v, want 1..%v", len(m), cfg.MaxSplitBytes)
 		}
 		got = append(got, append([]byte(nil), m...))
-		return false
+		if len(m)%2 == 0 {
+			return false
+		}
+		if st := l.Stats(); st.Held > 0 && (st.Held >= cfg.MaxHeldMessages || st.HeldBytes+len(m) > cfg.MaxHeldBytes) {
+			t.Fatalf("delivered %d bytes with %d messages, %d bytes held", len(m), st.Held, st.HeldBytes)
+		}
+		held = append(held, len(m))
+		return true
 	}
 	cfg.Receipt = func(id uint32, acked bool) {
 		if receipts[id]++; receipts[id] > 1 {
 			t.Fatalf("receipt %d calls: got %v, want 1", id, receipts[id])
 		}
 	}
-	l := New(cfg, now)
+	l = New(cfg, now)
 	// Messages of its own so that ACKs and NACKs have something to hit.
 	for i, r := range []wire.Reliability{wire.ReliableOrdered, wire.ReliableWithAckReceipt, wire.UnreliableWithAckReceipt, wire.Reliable, wire.ReliableOrderedWithAckReceipt} {
 		size := 100
@@ -144,6 +156,11 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	}
 	var buf []byte
 	send := func() {
+		for len(held) > 0 {
+			size := held[0]
+			held = held[1:]
+			l.Consumed(now, size)
+		}
 		for range 1000 {
 			d := l.AppendDatagram(buf[:0], now)
 			if d == nil {
@@ -249,6 +266,9 @@ func checkBounds(t *testing.T, l *Layer) {
 	}
 	if sum != l.rcv.order.bytes {
 		t.Fatalf("order bytes: got %v, want what the rings hold and take %v", l.rcv.order.bytes, sum)
+	}
+	if st := l.Stats(); st.Held > c.MaxHeldMessages || (st.Held > 1 && st.HeldBytes > c.MaxHeldBytes) {
+		t.Fatalf("held: got %v messages, %v bytes, want <= %v, %v", st.Held, st.HeldBytes, c.MaxHeldMessages, c.MaxHeldBytes)
 	}
 	if len(l.recv.acks.iv) > maxAckIntervals || len(l.nacks.set.iv) > maxAckIntervals {
 		t.Fatalf("ACK sets: got %v and %v intervals, want <= %v", len(l.recv.acks.iv), len(l.nacks.set.iv), maxAckIntervals)
