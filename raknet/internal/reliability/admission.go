@@ -206,9 +206,11 @@ func (a *admission) count() {
 // consumed makes the refusals for the room of the messages held due to
 // be pulled at once: a message was consumed.
 func (a *admission) consumed(now time.Time) {
-	if len(a.pulls) > a.timed && !a.heldDue {
+	if len(a.pulls) > a.timed {
 		a.heldDue = true
-		a.at = now
+		if a.at.IsZero() || a.at.After(now) {
+			a.at = now
+		}
 	}
 }
 

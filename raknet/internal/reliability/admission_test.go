@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
@@ -109,5 +110,55 @@ func TestRefusalsBounded(t *testing.T) {
 	}
 	if nearest != window+1 {
 		t.Errorf("nearest refusal remembered: got order %d, want %d", nearest, window+1)
+	}
+}
+
+// TestPullHeldRefusals checks the refusals for the room of the messages
+// held: no timer pulls them while that room is taken, Consumed makes
+// them due at once, and a round pulls no more than the room takes.
+func TestPullHeldRefusals(t *testing.T) {
+	b := newHeldPeer(t, Config{MaxHeldMessages: 2})
+	for i := range uint32(2) {
+		mustHandle(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})))
+	}
+	for i := uint32(2); i < 6; i++ {
+		handleRefused(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})), errHeldFull)
+	}
+	if b.adm.timed != 0 || b.waiting() {
+		t.Errorf("held refusals: got %d timed, waiting %v, want 0, false", b.adm.timed, b.waiting())
+	}
+	drain(b.Layer, t0.Add(DefaultAckDelay))
+	if got := b.NextDeadline(t0.Add(DefaultAckDelay)); !got.IsZero() {
+		t.Fatalf("with the reader stalled: NextDeadline got %v, want zero", got.Sub(t0))
+	}
+	now := t0.Add(time.Second)
+	b.consume(now, 1)
+	if got := b.NextDeadline(now); !got.Equal(now) {
+		t.Fatalf("after a read: NextDeadline got %v, want now", got.Sub(t0))
+	}
+	nacked := func(now time.Time) []wire.AckRange {
+		var named []wire.AckRange
+		for d := b.AppendDatagram(nil, now); d != nil; d = b.AppendDatagram(nil, now) {
+			if a := decodeAck(t, d); a.NACK {
+				named = append(named, a.Ranges...)
+			}
+		}
+		return named
+	}
+	if got, want := nacked(now), []wire.AckRange{{Start: 2, End: 2}}; !slices.Equal(got, want) {
+		t.Fatalf("after one read: NACKed %v, want %v", got, want)
+	}
+	// The room is there but went to the one pulled: the next interval
+	// pulls again, as it may not come back.
+	now = now.Add(pullInterval)
+	if got, want := nacked(now), []wire.AckRange{{Start: 3, End: 3}}; !slices.Equal(got, want) {
+		t.Fatalf("an interval later: NACKed %v, want %v", got, want)
+	}
+	b.consume(now, -1)
+	if got, want := nacked(now), []wire.AckRange{{Start: 4, End: 5}}; !slices.Equal(got, want) {
+		t.Fatalf("after reading all: NACKed %v, want %v", got, want)
+	}
+	if len(b.adm.pulls) != 0 {
+		t.Errorf("refusals left: got %d, want 0", len(b.adm.pulls))
 	}
 }

@@ -143,3 +143,57 @@ func TestNACKNotRepeatedAfterArrival(t *testing.T) {
 		}
 	}
 }
+
+func TestNackQueue(t *testing.T) {
+	q := newNackQueue()
+	const delay = 10 * time.Millisecond
+	q.gap(absBase, absBase+4, t0, delay) // 0-3 missing
+	q.gap(absBase+5, absBase+5, t0, delay)
+	q.arrived(absBase + 2)
+	var scratch wire.Ack
+	nackOf := func(now time.Time) []wire.AckRange {
+		t.Helper()
+		d, ok := q.appendDue(nil, now, testMaxDatagram, &scratch)
+		if !ok {
+			return nil
+		}
+		var a wire.Ack
+		if _, err := a.Decode(d); err != nil || !a.NACK {
+			t.Fatalf("at %v: got % x, want a NACK", now.Sub(t0), d)
+		}
+		return a.Ranges
+	}
+	var dl deadline
+	q.deadline(&dl)
+	if !dl.t.Equal(t0.Add(delay)) {
+		t.Errorf("deadline: got %v, want %v", dl.t.Sub(t0), delay)
+	}
+	if got := nackOf(t0.Add(delay - 1)); got != nil {
+		t.Errorf("before the delay: got %v, want nothing", got)
+	}
+	want := []wire.AckRange{{Start: 0, End: 1}, {Start: 3, End: 3}}
+	if got := nackOf(t0.Add(delay)); !slices.Equal(got, want) {
+		t.Fatalf("NACK: got %v, want %v", got, want)
+	}
+	// 3 arrives: the repeats leave it out.
+	q.arrived(absBase + 3)
+	at := t0.Add(delay)
+	for i := range nackRepeats {
+		at = at.Add(renackDelay << i)
+		if got, want := nackOf(at), []wire.AckRange{{Start: 0, End: 1}}; !slices.Equal(got, want) {
+			t.Fatalf("repeat %d at %v: got %v, want %v", i, at.Sub(t0), got, want)
+		}
+	}
+	if got := nackOf(at.Add(time.Hour)); got != nil {
+		t.Errorf("after %d repeats: got %v, want nothing", nackRepeats, got)
+	}
+	// A pulled number leaves at once; a gap too large is not NACKed.
+	q.gap(absBase+10, absBase+10+maxNACKGap+1, at, delay)
+	q.pull(absBase+7, at)
+	if got, want := nackOf(at), []wire.AckRange{{Start: 7, End: 7}}; !slices.Equal(got, want) {
+		t.Errorf("pull: got %v, want %v", got, want)
+	}
+	if q.sent != 1+nackRepeats+1 {
+		t.Errorf("NACKs sent: got %d, want %d", q.sent, 1+nackRepeats+1)
+	}
+}

@@ -51,3 +51,43 @@ func TestProbeAfterSilence(t *testing.T) {
 		t.Errorf("after the message: NextDeadline got %v, want nothing soon", got.Sub(at))
 	}
 }
+
+func TestProberBackoff(t *testing.T) {
+	p := newProber()
+	const srtt = 40 * time.Millisecond // delay 2·SRTT = 80 ms
+	p.check(t0, true, srtt, absBase)
+	if !p.set.empty() {
+		t.Fatalf("before any arrival: got a probe, want none")
+	}
+	p.arrived(t0)
+	p.check(t0.Add(time.Hour), false, srtt, absBase)
+	if !p.set.empty() {
+		t.Fatalf("with nothing waiting: got a probe, want none")
+	}
+	at := t0
+	for i, wait := range []time.Duration{80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, maxProbeWait, maxProbeWait} {
+		var d deadline
+		p.deadline(&d, true, srtt)
+		if want := at.Add(wait); !d.t.Equal(want) {
+			t.Fatalf("probe %d: deadline got %v, want %v", i, d.t.Sub(t0), want.Sub(t0))
+		}
+		p.check(d.t.Add(-1), true, srtt, absBase+5)
+		if !p.set.empty() {
+			t.Fatalf("probe %d: got it 1ns early", i)
+		}
+		at = d.t
+		p.check(at, true, srtt, absBase+5)
+		if len(p.set.iv) != 1 || p.set.iv[0] != (interval{absBase + 5, absBase + 5 + probeSpan - 1}) {
+			t.Fatalf("probe %d: got %v, want the %d numbers from 5", i, p.set.iv, probeSpan)
+		}
+		p.set.iv = p.set.iv[:0]
+	}
+	// An arrival ends the backoff.
+	p.arrived(at)
+	if got := p.delay(srtt); got != 80*time.Millisecond {
+		t.Errorf("delay after an arrival: got %v, want 80ms", got)
+	}
+	if got := p.delay(time.Millisecond); got != minProbeDelay {
+		t.Errorf("delay on a fast path: got %v, want %v", got, minProbeDelay)
+	}
+}

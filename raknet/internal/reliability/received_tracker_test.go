@@ -121,3 +121,67 @@ func TestAckLeavesWithData(t *testing.T) {
 		t.Errorf("pending ACKs: got %v, want none", b.recv.acks.iv)
 	}
 }
+
+func TestReceivedTracker(t *testing.T) {
+	r := newReceivedTracker(absBase, DefaultAckDelay)
+	steps := []struct {
+		n         wire.Uint24
+		duplicate bool
+	}{
+		{0, false}, {2, false}, {1, false}, {2, true}, {0, true},
+	}
+	for i, st := range steps {
+		abs := r.number(st.n)
+		if got := r.duplicate(abs, t0); got != st.duplicate {
+			t.Fatalf("step %d (%d): duplicate got %v, want %v", i, st.n, got, st.duplicate)
+		}
+		if !st.duplicate {
+			r.advance(abs)
+			r.accept(abs, t0)
+		}
+	}
+	if r.high != absBase+3 || r.dups != 2 || r.count != 5 {
+		t.Errorf("got high %d, %d duplicates, %d to acknowledge, want 3, 2, 5", r.high-absBase, r.dups, r.count)
+	}
+	if r.due(t0.Add(DefaultAckDelay-1)) || !r.due(t0.Add(DefaultAckDelay)) {
+		t.Errorf("due: got %v before the delay and %v at it, want false, true", r.due(t0.Add(DefaultAckDelay-1)), r.due(t0.Add(DefaultAckDelay)))
+	}
+	// Far behind the window: too old to tell, dropped unacknowledged.
+	r.advance(absBase + 10_000)
+	if !r.duplicate(absBase+5000, t0) || r.count != 5 {
+		t.Errorf("a number older than the window: got count %d, want it dropped without an ACK", r.count)
+	}
+	var scratch wire.Ack
+	d := r.appendAck(nil, t0, testMaxDatagram, &scratch)
+	var a wire.Ack
+	if _, err := a.Decode(d); err != nil || len(a.Ranges) != 1 || a.Ranges[0] != (wire.AckRange{Start: 0, End: 2}) {
+		t.Fatalf("ACK: got %v (%v), want 0-2", a.Ranges, err)
+	}
+	if r.count != 0 || !r.deadline(t0).IsZero() {
+		t.Errorf("after the ACK: got count %d, deadline %v, want 0, zero", r.count, r.deadline(t0))
+	}
+}
+
+// TestDuplicateNotDecoded checks that a datagram number seen before is
+// acknowledged again without its frames being decoded: a duplicate costs
+// no decoding, and its bytes cannot fail it.
+func TestDuplicateNotDecoded(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	drain(b.Layer, t0.Add(DefaultAckDelay))
+	garbage := append(dataDatagram(0), 0xff, 0xff) // a frame that cannot decode
+	if err := b.HandleDatagram(t0.Add(DefaultAckDelay), garbage); err != nil {
+		t.Fatalf("duplicate with garbage frames: got error %v, want nil", err)
+	}
+	if st := b.Stats(); st.DuplicateDatagrams != 1 || st.Errors != 0 {
+		t.Errorf("got %d duplicates, %d errors, want 1, 0", st.DuplicateDatagrams, st.Errors)
+	}
+	if !acked(b.Layer, 0) {
+		t.Errorf("duplicate: got not acknowledged, want acknowledged again")
+	}
+	// The same bytes under a new number fail.
+	garbage[1] = 1
+	if err := b.HandleDatagram(t0, garbage); err == nil {
+		t.Errorf("garbage frames under a new number: got nil error, want one")
+	}
+}

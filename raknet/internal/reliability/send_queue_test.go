@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"testing"
@@ -121,5 +122,88 @@ func TestIdleTrimsFreeFrames(t *testing.T) {
 	drain(a.Layer, t0.Add(DefaultAckDelay+idleTrimAfter))
 	if len(a.q.free) != idleFreeFrames {
 		t.Errorf("free frames after the idle time: got %d, want %d", len(a.q.free), idleFreeFrames)
+	}
+}
+
+func TestSendQueueSplit(t *testing.T) {
+	cfg := Config{MaxDatagram: testMaxDatagram}
+	cfg.fill()
+	unsplit := testMaxDatagram - wire.DatagramHeaderSize - wire.FrameHeaderSize(wire.Reliable, true)
+	cases := []struct {
+		name   string
+		size   int
+		r      wire.Reliability
+		frames int
+		wire   wire.Reliability // reliability of every frame
+	}{
+		{name: "fits one frame", size: 100, r: wire.Unreliable, frames: 1, wire: wire.Unreliable},
+		{name: "split", size: 2*unsplit + 1, r: wire.ReliableOrdered, frames: 3, wire: wire.ReliableOrdered},
+		{name: "exactly two fragments", size: 2 * unsplit, r: wire.Reliable, frames: 2, wire: wire.Reliable},
+		{name: "unreliable split travels reliably", size: 5000, r: wire.Unreliable, frames: 4, wire: wire.Reliable},
+		{name: "unreliable sequenced split travels reliably", size: 5000, r: wire.UnreliableSequenced, frames: 4, wire: wire.ReliableSequenced},
+		{name: "receipt variant on the wire", size: 100, r: wire.ReliableOrderedWithAckReceipt, frames: 1, wire: wire.ReliableOrdered},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newSendQueue(&cfg, absBase)
+			p := msg(1, tc.size)
+			if _, err := q.push(p, tc.r, 3); err != nil {
+				t.Fatalf("push: %v", err)
+			}
+			if q.pending.len() != tc.frames || q.buffered != tc.size {
+				t.Fatalf("got %d frames, %d bytes buffered, want %d, %d", q.pending.len(), q.buffered, tc.frames, tc.size)
+			}
+			var joined []byte
+			for i := range tc.frames {
+				ref, _ := q.pending.peek()
+				q.pending.pop()
+				f := &ref.f.frame
+				if f.Reliability != tc.wire || f.Split != (tc.frames > 1) || (f.Split && (f.SplitCount != uint32(tc.frames) || f.SplitIndex != uint32(i))) {
+					t.Fatalf("frame %d: got %v split %v %d/%d, want %v", i, f.Reliability, f.Split, f.SplitIndex, f.SplitCount, tc.wire)
+				}
+				if f.Size() > testMaxDatagram-wire.DatagramHeaderSize {
+					t.Fatalf("frame %d: got %d bytes, want a datagram's worth at most", i, f.Size())
+				}
+				joined = append(joined, f.Payload...)
+			}
+			if !bytes.Equal(joined, p) {
+				t.Errorf("fragments: got %d bytes joined, want the message", len(joined))
+			}
+		})
+	}
+}
+
+// TestSendQueueWindows checks that a new reliable frame waits for room in
+// the reliable window, and a split message's first fragment for room
+// among the splits partly sent.
+func TestSendQueueWindows(t *testing.T) {
+	cfg := Config{MaxDatagram: testMaxDatagram}
+	cfg.fill()
+	q := newSendQueue(&cfg, absBase)
+	if _, err := q.push([]byte{1}, wire.Reliable, 0); err != nil {
+		t.Fatal(err)
+	}
+	q.relNext = q.relAcked.base + sendReliableWindow
+	if q.canSendNew() {
+		t.Errorf("reliable window full: got canSendNew true, want false")
+	}
+	q.relNext--
+	if !q.canSendNew() {
+		t.Errorf("one index left: got canSendNew false, want true")
+	}
+	q = newSendQueue(&cfg, absBase)
+	if _, err := q.push(make([]byte, 3000), wire.Reliable, 0); err != nil {
+		t.Fatal(err)
+	}
+	q.splitsActive = maxSendSplits
+	if q.canSendNew() {
+		t.Errorf("splits at their limit: got canSendNew true for a new split, want false")
+	}
+	q.splitsActive--
+	ref, _ := q.pending.peek()
+	q.pending.pop()
+	q.take(ref.f)
+	if q.splitsActive != maxSendSplits || !q.canSendNew() {
+		t.Errorf("after its first fragment: got %d splits active, canSendNew %v, want %d, true (the rest of a started split)", q.splitsActive, q.canSendNew(), maxSendSplits)
 	}
 }

@@ -336,3 +336,54 @@ func TestReceipts(t *testing.T) {
 		})
 	}
 }
+
+// TestSentHandler drives the handler directly: one ACK gives one RTT
+// sample and releases its frames, a NACK queues reliable frames for
+// resend and reports an unreliable receipt as lost, and the RTO takes
+// what is left.
+func TestSentHandler(t *testing.T) {
+	cfg := Config{MaxDatagram: testMaxDatagram}
+	cfg.fill()
+	var receipts []receiptEvent
+	cfg.Receipt = func(id uint32, acked bool) { receipts = append(receipts, receiptEvent{id, acked}) }
+	q := newSendQueue(&cfg, absBase)
+	h := sentHandler{hist: newSentHistory(absBase), cc: newCongestion(cfg.MaxDatagram, MaxInFlight)}
+	p := packer{maxDatagram: cfg.MaxDatagram}
+	send := func(r wire.Reliability, now time.Time) uint32 {
+		t.Helper()
+		id, err := q.push(make([]byte, q.maxUnsplit(r)), r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, s := h.hist.add()
+		d := p.pack(nil, now, n, s, &q)
+		h.sent(s, len(d), now)
+		return id
+	}
+	send(wire.Reliable, t0)                       // 0
+	send(wire.Reliable, t0.Add(time.Millisecond)) // 1
+	id := send(wire.UnreliableWithAckReceipt, t0) // 2
+	send(wire.Reliable, t0)                       // 3
+	ack := func(nack bool, now time.Time, lo, hi wire.Uint24) {
+		a := wire.Ack{NACK: nack, Ranges: []wire.AckRange{{Start: lo, End: hi}}}
+		h.onAck(now, &a, &q)
+	}
+	ack(false, t0.Add(50*time.Millisecond), 0, 1)
+	if h.rtt.srtt != 49*time.Millisecond {
+		t.Errorf("SRTT: got %v, want 49ms (one sample, from the newest)", h.rtt.srtt)
+	}
+	if h.hist.oldest != absBase+2 || len(q.free) != 2 {
+		t.Errorf("after the ACK: got oldest %d, %d frames freed, want 2, 2", h.hist.oldest-absBase, len(q.free))
+	}
+	ack(true, t0.Add(60*time.Millisecond), 2, 2)
+	if q.resend.len() != 0 || !slices.Equal(receipts, []receiptEvent{{id, false}}) || h.lost != 1 {
+		t.Errorf("after the NACK of the unreliable one: got %d to resend, receipts %v, %d lost, want 0, [{%d false}], 1", q.resend.len(), receipts, h.lost, id)
+	}
+	if d := h.rtoDeadline(); !d.Equal(t0.Add(h.rtt.rto())) {
+		t.Errorf("RTO deadline: got %v, want %v", d.Sub(t0), h.rtt.rto())
+	}
+	h.onTimers(t0.Add(h.rtt.rto()), &q)
+	if q.resend.len() != 1 || h.lost != 2 || h.rtt.backoff != 1 || h.cc.inFlight != 0 {
+		t.Errorf("after the RTO: got %d to resend, %d lost, backoff %d, %d in flight, want 1, 2, 1, 0", q.resend.len(), h.lost, h.rtt.backoff, h.cc.inFlight)
+	}
+}
