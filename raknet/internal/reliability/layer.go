@@ -79,12 +79,6 @@ func (l *Layer) RTT() time.Duration { return l.sent.rtt.srtt }
 // in flight or awaiting resend).
 func (l *Layer) Buffered() int { return l.q.buffered }
 
-// Idle reports whether nothing is queued, in flight or awaiting an ACK
-// from us.
-func (l *Layer) Idle() bool {
-	return l.q.buffered == 0 && !l.q.hasData() && l.recv.acks.empty() && l.nacks.set.empty()
-}
-
 // Consumed tells the layer the application took one kept message of size
 // bytes. It may deliver messages that were waiting for room (through
 // Deliver) and makes refused datagrams due to be pulled (NACKed) again:

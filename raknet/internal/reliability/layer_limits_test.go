@@ -402,8 +402,8 @@ func TestHostileAck(t *testing.T) {
 	a := newTestPeer(t, Config{})
 	mustHandle(t, a.Layer, t0, ackDatagram(false, wire.AckRange{Start: 0, End: 1000}))
 	mustHandle(t, a.Layer, t0, ackDatagram(true, wire.AckRange{Start: 0, End: 1000}))
-	if !a.Idle() || !a.NextDeadline(t0).IsZero() {
-		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", a.Idle(), a.NextDeadline(t0))
+	if !idle(a.Layer) || !a.NextDeadline(t0).IsZero() {
+		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", idle(a.Layer), a.NextDeadline(t0))
 	}
 }
 

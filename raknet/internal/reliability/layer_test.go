@@ -33,6 +33,12 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	return p
 }
 
+// idle reports whether nothing is queued, in flight or awaiting an ACK
+// from l.
+func idle(l *Layer) bool {
+	return l.q.buffered == 0 && !l.q.hasData() && l.recv.acks.empty() && l.nacks.set.empty()
+}
+
 // drain returns every datagram l has to send at now.
 func drain(l *Layer, now time.Time) [][]byte {
 	var out [][]byte

@@ -58,7 +58,7 @@ func TestAckDelay(t *testing.T) {
 			if got := b.NextDeadline(t0.Add(tc.due)); !got.IsZero() {
 				t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))
 			}
-			if !b.Idle() {
+			if !idle(b.Layer) {
 				t.Errorf("Idle after the ACK: got false, want true")
 			}
 		})

@@ -222,8 +222,8 @@ func TestRTOBackoff(t *testing.T) {
 	if st.SRTT != 0 {
 		t.Errorf("SRTT after acking a resend: got %v, want 0", st.SRTT)
 	}
-	if !a.Idle() || a.Buffered() != 0 {
-		t.Errorf("after the ACK: got Idle %v Buffered %v, want true 0", a.Idle(), a.Buffered())
+	if !idle(a.Layer) || a.Buffered() != 0 {
+		t.Errorf("after the ACK: got Idle %v Buffered %v, want true 0", idle(a.Layer), a.Buffered())
 	}
 	if got := a.NextDeadline(now); !got.IsZero() {
 		t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))

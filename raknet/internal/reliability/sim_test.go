@@ -441,7 +441,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 			s.run(time.Hour, done)
 			// Let late duplicates, ACKs and receipts settle.
 			s.run(time.Hour, func() bool {
-				return len(s.wire) == 0 && s.layers[0].Idle() && s.layers[1].Idle() && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
+				return len(s.wire) == 0 && idle(s.layers[0]) && idle(s.layers[1]) && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
 			})
 			for dir, m := range sides {
 				checkMixSide(t, dir, m, s.receipts[dir], tc.p.loss == 0)
