@@ -103,9 +103,13 @@ func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8)
 	return l.q.push(p, r, channel)
 }
 
-// HandleDatagram processes one received datagram: data, ACK or NACK. An
-// error means the datagram (or, for a limit hit by one frame, that frame)
-// was dropped; frames before it were processed.
+// HandleDatagram processes one received datagram: data, ACK or NACK, and
+// calls Deliver for the messages it completes, in order. An error means
+// the datagram (or, for a limit hit by one frame, that frame) was
+// dropped; frames before it were processed. A frame over a receive limit,
+// the room of the messages held included, is refused: its datagram is
+// not acknowledged, and is NACKed once there is room (backpressure, not
+// loss).
 func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.stats.DatagramsReceived++
 	l.stats.BytesReceived += uint64(len(b))
