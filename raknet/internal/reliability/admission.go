@@ -92,6 +92,9 @@ func (a *admission) admit(r *receiver, f *wire.Frame) error {
 		if waits {
 			return r.order.admit(f.OrderChannel, f.OrderIndex, len(f.Payload), asm.committed)
 		}
+		if r.fits(len(f.Payload)) {
+			return nil
+		}
 		return a.admitDelivery(r, f, len(f.Payload), 0)
 	}
 	if f.SplitCount > asm.maxCount {
@@ -140,6 +143,9 @@ func (a *admission) admit(r *receiver, f *wire.Frame) error {
 // held, or, if it is ordered, room to wait at the head of its channel.
 // share is what reassembly committed for it.
 func (a *admission) admitDelivery(r *receiver, h *wire.Frame, size, share int) error {
+	if r.fits(size) {
+		return nil
+	}
 	rel := h.Reliability
 	switch {
 	case rel.Sequenced():
@@ -152,13 +158,9 @@ func (a *admission) admitDelivery(r *receiver, h *wire.Frame, size, share int) e
 		if unwrap(c.expected, h.OrderIndex) != c.expected {
 			return nil // dropped as old, or waits and was admitted so
 		}
-		if r.fits(size) || o.bytes+r.asm.committed-share+size+o.growCost(c, 0) <= o.maxBytes {
-			return nil
+		if o.bytes+r.asm.committed-share+size+o.growCost(c, 0) <= o.maxBytes {
+			return nil // it waits at the head of its channel
 		}
-		return errRefuseHeld
-	}
-	if r.fits(size) {
-		return nil
 	}
 	return errRefuseHeld
 }

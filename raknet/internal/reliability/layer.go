@@ -198,10 +198,16 @@ func (l *Layer) waiting() bool { return l.rcv.waiting() || l.adm.waiting() }
 // returns nil when nothing may be sent now. Call it until it returns nil.
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
-	l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram)
-	l.probe.check(now, l.waiting(), l.sent.rtt.smoothed(), l.recv.high)
-	if d, ok := l.nacks.appendDue(b, now, l.cfg.MaxDatagram, &l.ackBuf); ok {
-		return l.countSent(d)
+	if len(l.adm.pulls) > 0 {
+		l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram)
+	}
+	if srtt := l.sent.rtt.smoothed(); l.waiting() && l.probe.due(now, srtt) {
+		l.probe.fire(now, srtt, l.recv.high)
+	}
+	if l.nacks.pending() {
+		if d, ok := l.nacks.appendDue(b, now, l.cfg.MaxDatagram, &l.ackBuf); ok {
+			return l.countSent(d)
+		}
 	}
 	if !l.probe.set.empty() {
 		// Probes repeat on their own backoff.
@@ -264,10 +270,16 @@ func (l *Layer) appendData(b []byte, now time.Time) []byte {
 // onTimers runs the timeouts due at now: retransmission, the trim of an
 // idle send queue and split expiry.
 func (l *Layer) onTimers(now time.Time) {
-	l.sent.onTimers(now, &l.q)
-	l.q.trimIdle(now)
-	if n := l.rcv.asm.expire(now); n > 0 {
-		l.stats.Errors += uint64(n)
+	if l.sent.hist.span() > 0 {
+		l.sent.onTimers(now, &l.q)
+	}
+	if l.q.buffered != 0 || !l.q.idleSince.IsZero() {
+		l.q.trimIdle(now)
+	}
+	if !l.rcv.asm.oldestNext.IsZero() {
+		if n := l.rcv.asm.expire(now); n > 0 {
+			l.stats.Errors += uint64(n)
+		}
 	}
 }
 
@@ -279,15 +291,26 @@ func (l *Layer) NextDeadline(now time.Time) time.Time {
 	if !l.recv.acks.empty() && l.recv.count >= ackNowThreshold {
 		return now
 	}
+	// Each part is asked only if it may have something due.
 	var d deadline
-	l.nacks.deadline(&d)
+	if l.nacks.pending() {
+		l.nacks.deadline(&d)
+	}
 	l.adm.deadline(&d)
-	l.probe.deadline(&d, l.waiting(), l.sent.rtt.smoothed())
-	d.add(l.recv.deadline(now))
-	d.add(l.sent.rtoDeadline())
+	if l.waiting() {
+		l.probe.deadline(&d, l.sent.rtt.smoothed())
+	}
+	if !l.recv.acks.empty() {
+		d.add(l.recv.deadline(now))
+	}
+	if l.sent.hist.span() > 0 {
+		d.add(l.sent.rtoDeadline())
+	}
 	if l.dataAllowed() {
 		d.add(l.pace.next(l.cfg.MaxDatagram, l.pacingRate(now)))
 	}
-	d.add(l.rcv.asm.oldestNext)
+	if !l.rcv.asm.oldestNext.IsZero() {
+		d.add(l.rcv.asm.oldestNext)
+	}
 	return d.t
 }

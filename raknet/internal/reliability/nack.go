@@ -69,6 +69,15 @@ func (q *nackQueue) pull(abs uint64, now time.Time) {
 	q.at = now
 }
 
+// pending reports whether any NACK waits to be sent or repeated.
+func (q *nackQueue) pending() bool {
+	n := len(q.set.iv)
+	for i := range q.re {
+		n += len(q.re[i].iv)
+	}
+	return n > 0
+}
+
 // appendDue appends the NACK due at now, if any, and reports whether it
 // did.
 func (q *nackQueue) appendDue(b []byte, now time.Time, limit int, scratch *wire.Ack) ([]byte, bool) {

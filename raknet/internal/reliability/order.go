@@ -72,7 +72,9 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, s sink
 	case abs == c.expected && s.fits(len(p)):
 		c.expected++
 		s.deliver(p)
-		o.drain(c, s)
+		if c.queued > 0 {
+			o.drain(c, s)
+		}
 		return nil
 	}
 	ahead := abs - c.expected

@@ -29,24 +29,28 @@ func (p *prober) delay(srtt time.Duration) time.Duration {
 	return p.wait
 }
 
-// check queues a probe naming the probeSpan numbers from high on if the
-// silence has lasted long enough while data waits.
-func (p *prober) check(now time.Time, waiting bool, srtt time.Duration, high uint64) {
-	if p.lastArrival.IsZero() || !waiting {
-		return
-	}
-	wait := p.delay(srtt)
-	if now.Before(p.lastArrival.Add(wait)) {
-		return
-	}
+// due reports whether the silence has lasted long enough for a probe,
+// should data wait.
+func (p *prober) due(now time.Time, srtt time.Duration) bool {
+	return !p.lastArrival.IsZero() && !now.Before(p.lastArrival.Add(p.delay(srtt)))
+}
+
+// fire queues a probe naming the probeSpan numbers from high on and backs
+// the delay off.
+func (p *prober) fire(now time.Time, srtt time.Duration, high uint64) {
 	p.set.addRange(high, high+probeSpan-1)
-	p.wait = min(2*wait, maxProbeWait)
+	p.wait = min(2*p.delay(srtt), maxProbeWait)
 	p.lastArrival = now
 }
 
-// deadline adds when the next probe is due to d.
-func (p *prober) deadline(d *deadline, waiting bool, srtt time.Duration) {
-	if waiting {
-		d.add(p.lastArrival.Add(p.delay(srtt)))
+// check fires a probe if it is due and data waits.
+func (p *prober) check(now time.Time, waiting bool, srtt time.Duration, high uint64) {
+	if waiting && p.due(now, srtt) {
+		p.fire(now, srtt, high)
 	}
+}
+
+// deadline adds when the next probe is due to d, for data that waits.
+func (p *prober) deadline(d *deadline, srtt time.Duration) {
+	d.add(p.lastArrival.Add(p.delay(srtt)))
 }

@@ -67,7 +67,7 @@ func TestProberBackoff(t *testing.T) {
 	at := t0
 	for i, wait := range []time.Duration{80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, maxProbeWait, maxProbeWait} {
 		var d deadline
-		p.deadline(&d, true, srtt)
+		p.deadline(&d, srtt)
 		if want := at.Add(wait); !d.t.Equal(want) {
 			t.Fatalf("probe %d: deadline got %v, want %v", i, d.t.Sub(t0), want.Sub(t0))
 		}
