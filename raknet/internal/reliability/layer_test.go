@@ -131,8 +131,14 @@ func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millise
 // rings, free lists and windows are at their steady size, and the
 // counters it keeps.
 func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
-	deliver := func([]byte) bool { return false }
-	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+	return cleanPathKept(tb, msgs, false)
+}
+
+// cleanPathKept is cleanPath whose receiver, if keep is set, keeps every
+// message for a reader that consumes them all each step.
+func cleanPathKept(tb testing.TB, msgs int, keep bool) (op func(), datagrams *int, r *Layer) {
+	deliver := func([]byte) bool { return keep }
+	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: func([]byte) bool { return false }}, t0)
 	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
 	p := make([]byte, 100)
 	buf := make([]byte, 0, testMaxDatagram)
@@ -151,6 +157,9 @@ func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
 				tb.Fatalf("HandleDatagram: %v", err)
 			}
 		}
+		for range r.Stats().Held {
+			r.Consumed(now, len(p))
+		}
 		for d := r.AppendDatagram(buf[:0], now); d != nil; d = r.AppendDatagram(buf[:0], now) {
 			if err := a.HandleDatagram(now, d); err != nil {
 				tb.Fatalf("HandleDatagram: %v", err)
@@ -168,9 +177,14 @@ func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
 // one message or ten.
 func TestCleanPathAllocs(t *testing.T) {
 	for _, msgs := range []int{1, 10} {
-		op, _, _ := cleanPath(t, msgs)
-		if n := testing.AllocsPerRun(1000, op); n != 0 {
-			t.Errorf("msgs=%d: got %v allocations per step, want 0", msgs, n)
+		for _, keep := range []bool{false, true} {
+			op, _, r := cleanPathKept(t, msgs, keep)
+			if n := testing.AllocsPerRun(1000, op); n != 0 {
+				t.Errorf("msgs=%d keep=%v: got %v allocations per step, want 0", msgs, keep, n)
+			}
+			if st := r.Stats(); st.Held != 0 || st.Errors != 0 {
+				t.Errorf("msgs=%d keep=%v: got %d held, %d refused, want 0, 0", msgs, keep, st.Held, st.Errors)
+			}
 		}
 	}
 }
