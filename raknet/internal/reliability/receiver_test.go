@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -42,7 +43,7 @@ func TestReceiver(t *testing.T) {
 		}
 	}
 	want := []string{"a", "cd", "first", "second", "s1", "s2"}
-	if !slicesEqual(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("delivered: got %q, want %q", got, want)
 	}
 	if r.dupFrames != 1 || r.delivered != uint64(len(want)) || len(r.asm.list) != 0 || r.order.bytes != 0 {
@@ -90,16 +91,4 @@ func TestReceiverWaitsForRoom(t *testing.T) {
 	if r.held.msgs != 1 || r.order.bytes != 0 {
 		t.Errorf("got %d held, %d queued bytes, want 1, 0", r.held.msgs, r.order.bytes)
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
