@@ -88,10 +88,6 @@ func (s *intervalSet) trim() {
 
 func (s *intervalSet) empty() bool { return len(s.iv) == 0 }
 
-// maxAckNumbersSent is the most datagram numbers one ACK or NACK names:
-// go-raknet refuses a whole ACK or NACK naming more than 8192.
-const maxAckNumbersSent = 8192
-
 // appendAck writes up to limit bytes and maxAckNumbersSent numbers of the
 // set as an ACK or NACK and removes what it wrote, adding it to written if
 // that is not nil. scratch is reused for the wire ranges.

@@ -1,7 +1,7 @@
 package reliability
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -19,6 +19,19 @@ type assembly struct {
 	idx      int        // position in assembler.list
 	header   wire.Frame // ordering fields shared by every fragment
 }
+
+// completedBy reports whether fragment f completes m.
+func (m *assembly) completedBy(f *wire.Frame) bool {
+	return f.SplitCount == m.count && m.received+1 == m.count && m.parts[f.SplitIndex] == nil
+}
+
+// sizeWith returns the size of m completed by fragment f.
+func (m *assembly) sizeWith(f *wire.Frame) int {
+	return m.bytes - int(m.count)*partOverhead + len(f.Payload)
+}
+
+// share returns what m counts for in the assembler's committed bytes.
+func (m *assembly) share() int { return max(m.est, m.bytes) }
 
 // assembler reassembles split messages with caps on the split count, the
 // number of messages in progress and the bytes held, and drops partial
@@ -42,37 +55,22 @@ type assembler struct {
 	oldestNext time.Time
 }
 
-// idleAssemblies is how many messages in progress the list and map may
-// have grown to and still be kept once empty.
-const idleAssemblies = 16
-
-// partOverhead charges the slice header of every announced part so an
-// announced count costs memory up front.
-const partOverhead = 24
-
 var (
-	errSplitCount = fmt.Errorf("split count exceeds limit")
-	errSplitConc  = fmt.Errorf("too many split messages in progress")
-	errSplitBytes = fmt.Errorf("split messages exceed the reassembly byte limit")
-	errSplitShape = fmt.Errorf("split fragment disagrees with its message")
+	errSplitCount = errors.New("split count exceeds limit")
+	errSplitConc  = errors.New("too many split messages in progress")
+	errSplitBytes = errors.New("split messages exceed the reassembly byte limit")
+	errSplitShape = errors.New("split fragment disagrees with its message")
 )
 
 // add stores fragment f (whose payload is copied) and returns the whole
 // message when f completed it. The returned frame's Payload is owned by the
-// caller.
+// caller. The limits on the split count, the messages in progress and the
+// bytes held are admission's to check, before anything of the datagram is
+// recorded: add is only given fragments admitted.
 func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
-	if f.SplitCount > a.maxCount {
-		return nil, fmt.Errorf("%w: %d > %d", errSplitCount, f.SplitCount, a.maxCount)
-	}
 	m := a.find(f.SplitID)
 	if m == nil {
-		if len(a.list) >= a.maxConc {
-			return nil, fmt.Errorf("%w: %d", errSplitConc, a.maxConc)
-		}
 		cost := int(f.SplitCount) * partOverhead
-		if a.bytes+cost > a.maxBytes {
-			return nil, errSplitBytes
-		}
 		m = &assembly{id: f.SplitID, count: f.SplitCount, parts: make([][]byte, f.SplitCount), bytes: cost, started: now, header: *f}
 		m.est = a.estimate(f)
 		m.header.Payload = nil
@@ -94,9 +92,6 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 	}
 	if m.parts[f.SplitIndex] != nil {
 		return nil, nil // duplicate fragment: never completes twice
-	}
-	if a.bytes+len(f.Payload) > a.maxBytes {
-		return nil, errSplitBytes
 	}
 	m.parts[f.SplitIndex] = append([]byte(nil), f.Payload...)
 	a.committed -= max(m.est, m.bytes)

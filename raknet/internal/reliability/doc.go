@@ -4,13 +4,18 @@
 // current time; it yields datagrams to send, delivered messages and the
 // time it next needs attention.
 //
+//	cfg.Deliver = func(msg []byte) bool { return queue(msg) } // true: kept
 //	l := reliability.New(cfg, now)
-//	_ = l.Send(now, msg, wire.ReliableOrdered, 0)
+//	_, _ = l.Send(now, msg, wire.ReliableOrdered, 0)
+//	_ = l.HandleDatagram(now, datagram) // may call Deliver
+//	l.Consumed(now, len(msg))           // the reader took one; may call Deliver
 //	for d := l.AppendDatagram(buf[:0], now); d != nil; d = l.AppendDatagram(buf[:0], now) {
 //		conn.WriteTo(d, addr)
 //	}
 //	timer.Reset(l.NextDeadline(now).Sub(now))
 //
 // Every sequence number is compared with wrap-aware u24 arithmetic and
-// every structure fed by the peer has a hard bound.
+// every structure fed by the peer has a hard bound, the messages kept for
+// the reader included: RakNet has no flow control but the ACKs a
+// receiver withholds (see admission.go).
 package reliability

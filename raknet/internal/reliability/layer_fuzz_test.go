@@ -21,6 +21,8 @@ var fuzzConfig = Config{
 	MaxOrderQueue:       64,
 	MaxOrderBytes:       16 << 10,
 	ReliableWindow:      512,
+	MaxHeldMessages:     4,
+	MaxHeldBytes:        4 << 10,
 	InitialSend:         uint32(wire.MaxUint24) - 3,
 	InitialRecv:         uint32(wire.MaxUint24) - 3,
 }
@@ -30,7 +32,8 @@ const fuzzStart = uint32(wire.MaxUint24) - 3
 
 // fuzzRecord encodes one step of FuzzReceiver's input: a byte whose low 7
 // bits advance the clock in milliseconds (the top bit asks the receiver
-// to send what it has), a u16 BE length, and the datagram.
+// to send what it has, after its reader took what it held), a u16 BE
+// length, and the datagram. The reader keeps the messages of odd length.
 func fuzzRecord(b []byte, step byte, d []byte) []byte {
 	b = append(b, step)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(d)))
@@ -118,19 +121,29 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	now := t0
 	receipts := map[uint32]int{}
 	var got [][]byte
+	var held []int // sizes of the messages kept
 	cfg := fuzzConfig
-	cfg.Deliver = func(m []byte) {
+	var l *Layer
+	cfg.Deliver = func(m []byte) bool {
 		if len(m) == 0 || len(m) > cfg.MaxSplitBytes {
 			t.Fatalf("delivered message size: got %v, want 1..%v", len(m), cfg.MaxSplitBytes)
 		}
 		got = append(got, append([]byte(nil), m...))
+		if len(m)%2 == 0 {
+			return false
+		}
+		if st := l.Stats(); st.Held > 0 && (st.Held >= cfg.MaxHeldMessages || st.HeldBytes+len(m) > cfg.MaxHeldBytes) {
+			t.Fatalf("delivered %d bytes with %d messages, %d bytes held", len(m), st.Held, st.HeldBytes)
+		}
+		held = append(held, len(m))
+		return true
 	}
 	cfg.Receipt = func(id uint32, acked bool) {
 		if receipts[id]++; receipts[id] > 1 {
 			t.Fatalf("receipt %d calls: got %v, want 1", id, receipts[id])
 		}
 	}
-	l := New(cfg, now)
+	l = New(cfg, now)
 	// Messages of its own so that ACKs and NACKs have something to hit.
 	for i, r := range []wire.Reliability{wire.ReliableOrdered, wire.ReliableWithAckReceipt, wire.UnreliableWithAckReceipt, wire.Reliable, wire.ReliableOrderedWithAckReceipt} {
 		size := 100
@@ -143,6 +156,11 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 	}
 	var buf []byte
 	send := func() {
+		for len(held) > 0 {
+			size := held[0]
+			held = held[1:]
+			l.Consumed(now, size)
+		}
 		for range 1000 {
 			d := l.AppendDatagram(buf[:0], now)
 			if d == nil {
@@ -212,25 +230,25 @@ func checkOutgoing(t *testing.T, d []byte, maxDatagram int) {
 func checkBounds(t *testing.T, l *Layer) {
 	t.Helper()
 	c := &l.cfg
-	if len(l.asm.list) > c.MaxConcurrentSplits || l.asm.bytes > c.MaxSplitBytes || l.asm.bytes < 0 {
-		t.Fatalf("assembler: got %v messages, %v bytes, want <= %v, 0..%v", len(l.asm.list), l.asm.bytes, c.MaxConcurrentSplits, c.MaxSplitBytes)
+	if len(l.rcv.asm.list) > c.MaxConcurrentSplits || l.rcv.asm.bytes > c.MaxSplitBytes || l.rcv.asm.bytes < 0 {
+		t.Fatalf("assembler: got %v messages, %v bytes, want <= %v, 0..%v", len(l.rcv.asm.list), l.rcv.asm.bytes, c.MaxConcurrentSplits, c.MaxSplitBytes)
 	}
 	sum := 0
-	for _, m := range l.asm.list {
+	for _, m := range l.rcv.asm.list {
 		sum += m.bytes
 		if uint32(len(m.parts)) != m.count || m.count > uint32(c.MaxSplitCount) || m.received >= m.count {
 			t.Fatalf("assembly %d: %d parts, count %d, received %d", m.id, len(m.parts), m.count, m.received)
 		}
 	}
-	if sum != l.asm.bytes {
-		t.Fatalf("assembler bytes: got %v, want the sum of its messages %v", l.asm.bytes, sum)
+	if sum != l.rcv.asm.bytes {
+		t.Fatalf("assembler bytes: got %v, want the sum of its messages %v", l.rcv.asm.bytes, sum)
 	}
-	if l.order.bytes > c.MaxOrderBytes || l.order.bytes < 0 {
-		t.Fatalf("order queue bytes: got %v, want 0..%v", l.order.bytes, c.MaxOrderBytes)
+	if l.rcv.order.bytes > c.MaxOrderBytes || l.rcv.order.bytes < 0 {
+		t.Fatalf("order queue bytes: got %v, want 0..%v", l.rcv.order.bytes, c.MaxOrderBytes)
 	}
 	sum = 0
-	for i := range l.order.ch {
-		ch := &l.order.ch[i]
+	for i := range l.rcv.order.ch {
+		ch := &l.rcv.order.ch[i]
 		if ch.queued > c.MaxOrderQueue || len(ch.ring) > 2*c.MaxOrderQueue {
 			t.Fatalf("channel %d: got %v queued, %v ring slots, want <= %v, <= %v", i, ch.queued, len(ch.ring), c.MaxOrderQueue, 2*c.MaxOrderQueue)
 		}
@@ -246,22 +264,25 @@ func checkBounds(t *testing.T, l *Layer) {
 			t.Fatalf("channel %d queued: got %v, want what the ring holds %v", i, ch.queued, n)
 		}
 	}
-	if sum != l.order.bytes {
-		t.Fatalf("order bytes: got %v, want what the rings hold and take %v", l.order.bytes, sum)
+	if sum != l.rcv.order.bytes {
+		t.Fatalf("order bytes: got %v, want what the rings hold and take %v", l.rcv.order.bytes, sum)
 	}
-	if len(l.acks.iv) > maxAckIntervals || len(l.nacks.iv) > maxAckIntervals {
-		t.Fatalf("ACK sets: got %v and %v intervals, want <= %v", len(l.acks.iv), len(l.nacks.iv), maxAckIntervals)
+	if st := l.Stats(); st.Held > c.MaxHeldMessages || (st.Held > 1 && st.HeldBytes > c.MaxHeldBytes) {
+		t.Fatalf("held: got %v messages, %v bytes, want <= %v, %v", st.Held, st.HeldBytes, c.MaxHeldMessages, c.MaxHeldBytes)
 	}
-	for _, w := range []*seqWindow{&l.relWin, &l.dgramWin, &l.relAcked} {
+	if len(l.recv.acks.iv) > maxAckIntervals || len(l.nacks.set.iv) > maxAckIntervals {
+		t.Fatalf("ACK sets: got %v and %v intervals, want <= %v", len(l.recv.acks.iv), len(l.nacks.set.iv), maxAckIntervals)
+	}
+	for _, w := range []*seqWindow{&l.rcv.relWin, &l.recv.win, &l.q.relAcked} {
 		if len(w.ring) > 2*w.maxWords {
 			t.Fatalf("window words: got %v, want <= %v", len(w.ring), 2*w.maxWords)
 		}
 	}
-	if l.cc.inFlight < 0 || l.buffered < 0 || l.sendOldest > l.sendNext || l.sendNext-l.sendOldest > MaxInFlight {
-		t.Fatalf("send state: inFlight %d, buffered %d, oldest %d, next %d", l.cc.inFlight, l.buffered, l.sendOldest, l.sendNext)
+	if l.sent.cc.inFlight < 0 || l.q.buffered < 0 || l.sent.hist.oldest > l.sent.hist.next || l.sent.hist.next-l.sent.hist.oldest > MaxInFlight {
+		t.Fatalf("send state: inFlight %d, buffered %d, oldest %d, next %d", l.sent.cc.inFlight, l.q.buffered, l.sent.hist.oldest, l.sent.hist.next)
 	}
-	if l.cc.cwnd < minWindow*l.cc.mtu || l.cc.cwnd > l.cc.maxCwnd {
-		t.Fatalf("congestion window: got %v, want %v..%v", l.cc.cwnd, minWindow*l.cc.mtu, l.cc.maxCwnd)
+	if l.sent.cc.cwnd < minWindow*l.sent.cc.mtu || l.sent.cc.cwnd > l.sent.cc.maxCwnd {
+		t.Fatalf("congestion window: got %v, want %v..%v", l.sent.cc.cwnd, minWindow*l.sent.cc.mtu, l.sent.cc.maxCwnd)
 	}
 }
 

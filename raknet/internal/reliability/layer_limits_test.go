@@ -24,7 +24,7 @@ func splitFrame(rel uint32, id uint16, count, index uint32, p []byte) wire.Frame
 // pending acknowledgement.
 func acked(l *Layer, n uint32) bool {
 	abs := absBase + uint64(n)
-	for _, v := range l.acks.iv {
+	for _, v := range l.recv.acks.iv {
 		if v.lo <= abs && abs <= v.hi {
 			return true
 		}
@@ -74,16 +74,10 @@ func TestHostileSplitCount(t *testing.T) {
 			} else {
 				mustHandle(t, b.Layer, t0, d)
 			}
-			if len(b.asm.list) != tc.wantList || b.asm.bytes != tc.wantBytes {
-				t.Errorf("assembler: got %d messages, %d bytes, want %d, %d", len(b.asm.list), b.asm.bytes, tc.wantList, tc.wantBytes)
+			if len(b.rcv.asm.list) != tc.wantList || b.rcv.asm.bytes != tc.wantBytes {
+				t.Errorf("assembler: got %d messages, %d bytes, want %d, %d", len(b.rcv.asm.list), b.rcv.asm.bytes, tc.wantList, tc.wantBytes)
 			}
 		})
-	}
-	// The assembler refuses the count itself too, whatever reaches it.
-	a := assembler{maxCount: 8, maxConc: 4, maxBytes: 1 << 20, timeout: time.Second}
-	f := splitFrame(0, 1, 1<<32-1, 0, []byte{1})
-	if _, err := a.add(&f, t0); !errors.Is(err, errSplitCount) || len(a.list) != 0 {
-		t.Errorf("assembler.add: got error %v and %d messages, want %v and 0", err, len(a.list), errSplitCount)
 	}
 }
 
@@ -95,7 +89,7 @@ func TestHostileConcurrentSplits(t *testing.T) {
 		n++
 	}
 	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 9999, 2, 0, []byte{1})), errSplitConc)
-	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
+	if got := len(b.rcv.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Fatalf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
 	// A datagram whose first frame would open one more is not
@@ -103,19 +97,19 @@ func TestHostileConcurrentSplits(t *testing.T) {
 	// kept, and its resend then takes what was refused.
 	mixed := dataDatagram(n, splitFrame(n+1, 10000, 2, 0, []byte{1}), splitFrame(n, 3, 2, 1, []byte{3}))
 	handleRefused(t, b.Layer, t0, mixed, errSplitConc)
-	if len(b.got) != 1 || !bytes.Equal(b.got[0], []byte{3, 3}) || len(b.asm.list) != DefaultMaxConcurrentSplits-1 {
-		t.Fatalf("after a refused datagram: got %v delivered, %d in progress, want [[3 3]], %d", b.got, len(b.asm.list), DefaultMaxConcurrentSplits-1)
+	if len(b.got) != 1 || !bytes.Equal(b.got[0], []byte{3, 3}) || len(b.rcv.asm.list) != DefaultMaxConcurrentSplits-1 {
+		t.Fatalf("after a refused datagram: got %v delivered, %d in progress, want [[3 3]], %d", b.got, len(b.rcv.asm.list), DefaultMaxConcurrentSplits-1)
 	}
 	n++
 	resend := dataDatagram(n, splitFrame(n, 10000, 2, 0, []byte{1}), splitFrame(n-1, 3, 2, 1, []byte{3}))
 	mustHandle(t, b.Layer, t0, resend)
-	if !acked(b.Layer, n) || len(b.got) != 1 || len(b.asm.list) != DefaultMaxConcurrentSplits {
-		t.Fatalf("after the resend: acked %v, %d delivered, %d in progress, want true, 1, %d", acked(b.Layer, n), len(b.got), len(b.asm.list), DefaultMaxConcurrentSplits)
+	if !acked(b.Layer, n) || len(b.got) != 1 || len(b.rcv.asm.list) != DefaultMaxConcurrentSplits {
+		t.Fatalf("after the resend: acked %v, %d delivered, %d in progress, want true, 1, %d", acked(b.Layer, n), len(b.got), len(b.rcv.asm.list), DefaultMaxConcurrentSplits)
 	}
 	n++
 	// Still full: another new id is refused.
 	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n+1, 9999, 2, 0, []byte{1})), errSplitConc)
-	if got := len(b.asm.list); got != DefaultMaxConcurrentSplits {
+	if got := len(b.rcv.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Errorf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
 	// Many new ids in one datagram: those that fit are kept, the datagram
@@ -126,8 +120,8 @@ func TestHostileConcurrentSplits(t *testing.T) {
 		frames = append(frames, splitFrame(uint32(i), uint16(i), 2, 0, []byte{1}))
 	}
 	handleRefused(t, c.Layer, t0, dataDatagram(0, frames...), errSplitConc)
-	if len(c.asm.list) != 4 {
-		t.Errorf("assembler: got %d messages, want 4", len(c.asm.list))
+	if len(c.rcv.asm.list) != 4 {
+		t.Errorf("assembler: got %d messages, want 4", len(c.rcv.asm.list))
 	}
 }
 
@@ -162,15 +156,15 @@ func TestHostileSplitBytes(t *testing.T) {
 				}
 				handleRefused(t, b.Layer, t0, d, errSplitBytes)
 			}
-			if b.asm.bytes > limit || b.asm.committed > limit {
-				t.Errorf("assembler bytes: got %v held, %v committed, want <= %v", b.asm.bytes, b.asm.committed, limit)
+			if b.rcv.asm.bytes > limit || b.rcv.asm.committed > limit {
+				t.Errorf("assembler bytes: got %v held, %v committed, want <= %v", b.rcv.asm.bytes, b.rcv.asm.committed, limit)
 			}
 			sum := 0
-			for _, m := range b.asm.list {
+			for _, m := range b.rcv.asm.list {
 				sum += m.bytes
 			}
-			if sum != b.asm.bytes {
-				t.Errorf("assembler bytes: got %v, want the sum of its messages %v", b.asm.bytes, sum)
+			if sum != b.rcv.asm.bytes {
+				t.Errorf("assembler bytes: got %v, want the sum of its messages %v", b.rcv.asm.bytes, sum)
 			}
 		})
 	}
@@ -205,7 +199,7 @@ func TestHostileReliableIndex(t *testing.T) {
 				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
 				dn++
 			}
-			base := b.relWin.base
+			base := b.rcv.relWin.base
 			n := len(b.got)
 			d := dataDatagram(dn, reliableFrame(tc.index, []byte("far")))
 			if tc.want != nil {
@@ -222,11 +216,11 @@ func TestHostileReliableIndex(t *testing.T) {
 				}
 			}
 			dn++
-			if b.relWin.base != base {
-				t.Errorf("reliable window base: got %v, want %v", b.relWin.base-absBase, base-absBase)
+			if b.rcv.relWin.base != base {
+				t.Errorf("reliable window base: got %v, want %v", b.rcv.relWin.base-absBase, base-absBase)
 			}
-			if len(b.relWin.ring) > b.relWin.maxWords {
-				t.Errorf("reliable window: got %d words, want <= %d", len(b.relWin.ring), b.relWin.maxWords)
+			if len(b.rcv.relWin.ring) > b.rcv.relWin.maxWords {
+				t.Errorf("reliable window: got %d words, want <= %d", len(b.rcv.relWin.ring), b.rcv.relWin.maxWords)
 			}
 			for i := tc.first; i < tc.index && tc.deliver; i++ {
 				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
@@ -264,7 +258,7 @@ func TestHostileDatagramNumber(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestPeer(t, Config{})
 			mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{0})))
-			high := b.dgramHigh
+			high := b.recv.high
 			d := dataDatagram(tc.number, reliableFrame(1, []byte{1}))
 			err := b.HandleDatagram(t0, d)
 			switch {
@@ -272,8 +266,8 @@ func TestHostileDatagramNumber(t *testing.T) {
 				if !matchErr(err, tc.want) {
 					t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
 				}
-				if acked(b.Layer, tc.number) || b.dgramHigh != high || !b.nacks.empty() {
-					t.Errorf("refused datagram changed the state: acked %v, high %v, NACKs %v", acked(b.Layer, tc.number), b.dgramHigh-absBase, b.nacks.iv)
+				if acked(b.Layer, tc.number) || b.recv.high != high || !b.nacks.set.empty() {
+					t.Errorf("refused datagram changed the state: acked %v, high %v, NACKs %v", acked(b.Layer, tc.number), b.recv.high-absBase, b.nacks.set.iv)
 				}
 				if b.stats.Errors != 1 {
 					t.Errorf("Stats.Errors: got %v, want 1", b.stats.Errors)
@@ -284,20 +278,20 @@ func TestHostileDatagramNumber(t *testing.T) {
 			if got := acked(b.Layer, tc.number); got != tc.accepted {
 				t.Errorf("acked: got %v, want %v", got, tc.accepted)
 			}
-			if got := !b.nacks.empty(); got != tc.nack {
+			if got := !b.nacks.set.empty(); got != tc.nack {
 				t.Errorf("NACK pending: got %v, want %v", got, tc.nack)
 			}
-			if got := b.stats.DuplicateDatagrams == 1; got != tc.duplicate {
+			if got := b.Stats().DuplicateDatagrams == 1; got != tc.duplicate {
 				t.Errorf("counted as duplicate: got %v, want %v", got, tc.duplicate)
 			}
 			if got := len(b.got) == 2; got != tc.accepted {
 				t.Errorf("frame delivered: got %v, want %v", got, tc.accepted)
 			}
-			if len(b.dgramWin.ring) > datagramWindowSpan/64 {
-				t.Errorf("datagram window: got %d words, want <= %d", len(b.dgramWin.ring), datagramWindowSpan/64)
+			if len(b.recv.win.ring) > datagramWindowSpan/64 {
+				t.Errorf("datagram window: got %d words, want <= %d", len(b.recv.win.ring), datagramWindowSpan/64)
 			}
-			if len(b.acks.iv) > maxAckIntervals || len(b.nacks.iv) > maxAckIntervals {
-				t.Errorf("ACK sets: got %d and %d intervals, want <= %d", len(b.acks.iv), len(b.nacks.iv), maxAckIntervals)
+			if len(b.recv.acks.iv) > maxAckIntervals || len(b.nacks.set.iv) > maxAckIntervals {
+				t.Errorf("ACK sets: got %d and %d intervals, want <= %d", len(b.recv.acks.iv), len(b.nacks.set.iv), maxAckIntervals)
 			}
 		})
 	}
@@ -323,12 +317,12 @@ func TestHostileDatagramStorm(t *testing.T) {
 	for i := range 5000 {
 		n += 2 + uint32(i%3)
 		_ = b.HandleDatagram(t0, dataDatagram(n&uint32(wire.MaxUint24), wire.Frame{Reliability: wire.Unreliable, Payload: []byte{1}}))
-		if len(b.acks.iv) > maxAckIntervals || len(b.nacks.iv) > maxAckIntervals {
-			t.Fatalf("after %d datagrams: ACK sets hold %d and %d intervals, want <= %d", i, len(b.acks.iv), len(b.nacks.iv), maxAckIntervals)
+		if len(b.recv.acks.iv) > maxAckIntervals || len(b.nacks.set.iv) > maxAckIntervals {
+			t.Fatalf("after %d datagrams: ACK sets hold %d and %d intervals, want <= %d", i, len(b.recv.acks.iv), len(b.nacks.set.iv), maxAckIntervals)
 		}
 	}
-	if len(b.dgramWin.ring) > datagramWindowSpan/64 {
-		t.Errorf("datagram window: got %d words, want <= %d", len(b.dgramWin.ring), datagramWindowSpan/64)
+	if len(b.recv.win.ring) > datagramWindowSpan/64 {
+		t.Errorf("datagram window: got %d words, want <= %d", len(b.recv.win.ring), datagramWindowSpan/64)
 	}
 	// Flushing sends datagrams no larger than MaxDatagram.
 	for _, d := range drain(b.Layer, t0.Add(time.Second)) {
@@ -337,8 +331,8 @@ func TestHostileDatagramStorm(t *testing.T) {
 		}
 		decodeAck(t, d)
 	}
-	if !b.acks.empty() || !b.nacks.empty() {
-		t.Errorf("after flushing: got %d ACK and %d NACK intervals, want none", len(b.acks.iv), len(b.nacks.iv))
+	if !b.recv.acks.empty() || !b.nacks.set.empty() {
+		t.Errorf("after flushing: got %d ACK and %d NACK intervals, want none", len(b.recv.acks.iv), len(b.nacks.set.iv))
 	}
 }
 
@@ -408,8 +402,8 @@ func TestHostileAck(t *testing.T) {
 	a := newTestPeer(t, Config{})
 	mustHandle(t, a.Layer, t0, ackDatagram(false, wire.AckRange{Start: 0, End: 1000}))
 	mustHandle(t, a.Layer, t0, ackDatagram(true, wire.AckRange{Start: 0, End: 1000}))
-	if !a.Idle() || !a.NextDeadline(t0).IsZero() {
-		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", a.Idle(), a.NextDeadline(t0))
+	if !idle(a.Layer) || !a.NextDeadline(t0).IsZero() {
+		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", idle(a.Layer), a.NextDeadline(t0))
 	}
 }
 
@@ -457,9 +451,9 @@ func TestHostileOrderQueue(t *testing.T) {
 				}
 				rel++
 			}
-			c := b.order.get(7)
-			if b.order.bytes != tc.wantBytes {
-				t.Errorf("queued bytes: got %v, want %v", b.order.bytes, tc.wantBytes)
+			c := b.rcv.order.get(7)
+			if b.rcv.order.bytes != tc.wantBytes {
+				t.Errorf("queued bytes: got %v, want %v", b.rcv.order.bytes, tc.wantBytes)
 			}
 			if len(c.ring) > tc.maxRing {
 				t.Errorf("ring slots: got %v, want <= %v", len(c.ring), tc.maxRing)
@@ -476,8 +470,8 @@ func TestHostileOrderQueue(t *testing.T) {
 					t.Errorf("delivery %d: got message %d, want %d", i, m[0], i)
 				}
 			}
-			if b.order.bytes != tc.afterBytes {
-				t.Errorf("queued bytes after delivery: got %v, want %v", b.order.bytes, tc.afterBytes)
+			if b.rcv.order.bytes != tc.afterBytes {
+				t.Errorf("queued bytes after delivery: got %v, want %v", b.rcv.order.bytes, tc.afterBytes)
 			}
 		})
 	}
@@ -495,14 +489,14 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 		mustHandle(t, b.Layer, t0, dataDatagram(ch, f))
 	}
 	slots := 0
-	for ch := range b.order.ch {
-		if n := len(b.order.ch[ch].ring); n > queue {
+	for ch := range b.rcv.order.ch {
+		if n := len(b.rcv.order.ch[ch].ring); n > queue {
 			t.Errorf("channel %d ring: got %d slots, want <= %d", ch, n, queue)
 		}
-		slots += len(b.order.ch[ch].ring)
+		slots += len(b.rcv.order.ch[ch].ring)
 	}
-	if want := wire.NumOrderChannels + slots*slotSize; b.order.bytes != want {
-		t.Errorf("queued bytes: got %v, want %v (messages and ring slots)", b.order.bytes, want)
+	if want := wire.NumOrderChannels + slots*slotSize; b.rcv.order.bytes != want {
+		t.Errorf("queued bytes: got %v, want %v (messages and ring slots)", b.rcv.order.bytes, want)
 	}
 	t.Logf("%d one-byte messages hold %d ring slots (%d KiB of slice headers)", wire.NumOrderChannels, slots, slots*24/1024)
 
@@ -520,8 +514,8 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 			refused++
 		}
 	}
-	if c.order.bytes > maxBytes || refused == 0 {
-		t.Errorf("order bytes %d with %d refused: want <= %d with some refused", c.order.bytes, refused, maxBytes)
+	if c.rcv.order.bytes > maxBytes || refused == 0 {
+		t.Errorf("order bytes %d with %d refused: want <= %d with some refused", c.rcv.order.bytes, refused, maxBytes)
 	}
 }
 
@@ -539,19 +533,19 @@ func TestStaleSplitExpiry(t *testing.T) {
 		t.Fatalf("NextDeadline: got %v, want by %v", got.Sub(t0), want.Sub(t0))
 	}
 	drain(b.Layer, t0.Add(timeout-1))
-	if len(b.asm.list) != 2 {
-		t.Fatalf("1ns before the timeout: got %d messages in progress, want 2", len(b.asm.list))
+	if len(b.rcv.asm.list) != 2 {
+		t.Fatalf("1ns before the timeout: got %d messages in progress, want 2", len(b.rcv.asm.list))
 	}
 	drain(b.Layer, t0.Add(timeout))
-	if len(b.asm.list) != 1 || b.asm.list[0].id != 6 {
-		t.Fatalf("at the timeout: got %d messages in progress, want only split 6", len(b.asm.list))
+	if len(b.rcv.asm.list) != 1 || b.rcv.asm.list[0].id != 6 {
+		t.Fatalf("at the timeout: got %d messages in progress, want only split 6", len(b.rcv.asm.list))
 	}
 	if got, want := b.NextDeadline(t0.Add(timeout)), t0.Add(timeout+ms(1)); got.IsZero() || got.After(want) {
 		t.Errorf("NextDeadline: got %v, want by %v", got.Sub(t0), want.Sub(t0))
 	}
 	drain(b.Layer, t0.Add(timeout+ms(1)))
-	if len(b.asm.list) != 0 || b.asm.bytes != 0 {
-		t.Errorf("after both timeouts: got %d messages, %d bytes, want 0, 0", len(b.asm.list), b.asm.bytes)
+	if len(b.rcv.asm.list) != 0 || b.rcv.asm.bytes != 0 {
+		t.Errorf("after both timeouts: got %d messages, %d bytes, want 0, 0", len(b.rcv.asm.list), b.rcv.asm.bytes)
 	}
 	if got := b.Stats().Errors; got != 2 {
 		t.Errorf("Stats.Errors: got %v, want 2", got)
@@ -619,8 +613,8 @@ func TestDuplicateFragment(t *testing.T) {
 			if len(b.got) != 1 || string(b.got[0]) != "abcd" {
 				t.Errorf("delivered: got %q, want [abcd] once", b.got)
 			}
-			if len(b.asm.list) > 1 {
-				t.Errorf("messages in progress: got %v, want <= 1", len(b.asm.list))
+			if len(b.rcv.asm.list) > 1 {
+				t.Errorf("messages in progress: got %v, want <= 1", len(b.rcv.asm.list))
 			}
 		})
 	}
@@ -653,84 +647,8 @@ func TestSplitShapeMismatch(t *testing.T) {
 	if !errors.Is(err, errSplitShape) {
 		t.Errorf("HandleDatagram: got error %v, want %v", err, errSplitShape)
 	}
-	if m := b.asm.list[0]; m.received != 1 || len(m.parts) != 3 {
+	if m := b.rcv.asm.list[0]; m.received != 1 || len(m.parts) != 3 {
 		t.Errorf("message in progress: got %d received of %d, want 1 of 3", m.received, len(m.parts))
-	}
-}
-
-func TestSendErrors(t *testing.T) {
-	cases := []struct {
-		name string
-		size int
-		r    wire.Reliability
-		ch   uint8
-		want error
-	}{
-		{name: "too large", size: 1001, r: wire.ReliableOrdered, want: ErrMessageTooLarge},
-		{name: "largest", size: 1000, r: wire.ReliableOrdered},
-		{name: "empty", size: 0, r: wire.Reliable, want: ErrEmptyMessage},
-		{name: "reliability 8", size: 10, r: 8, want: ErrReliability},
-		{name: "reliability 255", size: 10, r: 255, want: ErrReliability},
-		{name: "channel 32", size: 10, r: wire.ReliableOrdered, ch: 32, want: ErrInvalidChannel},
-		{name: "channel 255", size: 10, r: wire.Unreliable, ch: 255, want: ErrInvalidChannel},
-		{name: "channel 31", size: 10, r: wire.ReliableSequenced, ch: 31},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a := newTestPeer(t, Config{MaxMessageSize: 1000})
-			_, err := a.Send(t0, make([]byte, tc.size), tc.r, tc.ch)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Send: got error %v, want %v", err, tc.want)
-			}
-			wantBuf := 0
-			if tc.want == nil {
-				wantBuf = tc.size
-			}
-			if a.Buffered() != wantBuf || (a.pending.len() == 0) != (tc.want != nil) {
-				t.Errorf("after Send: got Buffered %v, %d pending, want %v", a.Buffered(), a.pending.len(), wantBuf)
-			}
-			if tc.want != nil && a.Stats().MessagesSent != 0 {
-				t.Errorf("MessagesSent: got %v, want 0", a.Stats().MessagesSent)
-			}
-		})
-	}
-	// The default limit is DefaultMaxMessageSize.
-	a := newTestPeer(t, Config{})
-	if _, err := a.Send(t0, make([]byte, DefaultMaxMessageSize+1), wire.Reliable, 0); !errors.Is(err, ErrMessageTooLarge) {
-		t.Errorf("Send above the default limit: got error %v, want %v", err, ErrMessageTooLarge)
-	}
-}
-
-func TestSendBufferFull(t *testing.T) {
-	const limit = 10_000
-	a := newTestPeer(t, Config{MaxSendBuffer: limit})
-	for i := range limit / 1000 {
-		mustSend(t, a.Layer, t0, msg(i, 1000), wire.ReliableOrdered, 0)
-	}
-	if _, err := a.Send(t0, []byte{1}, wire.ReliableOrdered, 0); !errors.Is(err, ErrSendBufferFull) {
-		t.Fatalf("Send into a full buffer: got error %v, want %v", err, ErrSendBufferFull)
-	}
-	if a.Buffered() != limit || a.pending.len() != limit/1000 {
-		t.Errorf("after a refused Send: got Buffered %v, %d pending, want %v, %v", a.Buffered(), a.pending.len(), limit, limit/1000)
-	}
-	// Sending does not free the buffer; the ACK does.
-	ds := drain(a.Layer, t0)
-	if a.Buffered() != limit {
-		t.Errorf("Buffered while in flight: got %v, want %v", a.Buffered(), limit)
-	}
-	if _, err := a.Send(t0, []byte{1}, wire.ReliableOrdered, 0); !errors.Is(err, ErrSendBufferFull) {
-		t.Fatalf("Send while in flight: got error %v, want %v", err, ErrSendBufferFull)
-	}
-	mustHandle(t, a.Layer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: wire.Uint24(len(ds) - 1)}))
-	if a.Buffered() != 0 {
-		t.Errorf("Buffered after the ACK: got %v, want 0", a.Buffered())
-	}
-	mustSend(t, a.Layer, t0.Add(ms(10)), msg(99, 1000), wire.ReliableOrdered, 0)
-	// One message larger than the whole buffer is accepted when it is empty.
-	b := newTestPeer(t, Config{MaxSendBuffer: limit})
-	mustSend(t, b.Layer, t0, make([]byte, 3*limit), wire.Reliable, 0)
-	if _, err := b.Send(t0, []byte{1}, wire.Reliable, 0); !errors.Is(err, ErrSendBufferFull) {
-		t.Errorf("Send after an oversized message: got error %v, want %v", err, ErrSendBufferFull)
 	}
 }
 
@@ -789,14 +707,14 @@ func TestHostileSplitOrderAhead(t *testing.T) {
 		return f
 	}
 	handleRefused(t, b.Layer, t0, dataDatagram(0, frag(0, 0, queue)), errOrderQueueFull)
-	if len(b.asm.list) != 0 {
-		t.Fatalf("messages in progress: got %d, want 0", len(b.asm.list))
+	if len(b.rcv.asm.list) != 0 {
+		t.Fatalf("messages in progress: got %d, want 0", len(b.rcv.asm.list))
 	}
 	// Within the queue it is accepted, waits, and is delivered in turn.
 	mustHandle(t, b.Layer, t0, dataDatagram(1, frag(1, 0, queue-1)))
 	mustHandle(t, b.Layer, t0, dataDatagram(2, frag(2, 1, queue-1)))
-	if len(b.got) != 0 || b.order.get(0).queued != 1 {
-		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.order.get(0).queued)
+	if len(b.got) != 0 || b.rcv.order.get(0).queued != 1 {
+		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.rcv.order.get(0).queued)
 	}
 }
 
@@ -854,8 +772,8 @@ func TestCompletedSplitIsNeverDropped(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		if b.order.bytes > maxBytes {
-			t.Fatalf("%s: ordering queue holds %d bytes, cap %d", step, b.order.bytes, maxBytes)
+		if b.rcv.order.bytes > maxBytes {
+			t.Fatalf("%s: ordering queue holds %d bytes, cap %d", step, b.rcv.order.bytes, maxBytes)
 		}
 	}
 	// Message 2 in two fragments, the last one small.
@@ -865,8 +783,8 @@ func TestCompletedSplitIsNeverDropped(t *testing.T) {
 	handleRefused(t, b.Layer, t0, dataDatagram(1, plain(1, 1, 1600)), errOrderQueueFull)
 	mustHandle(t, b.Layer, t0, dataDatagram(2, orderedFragment(2, 7, 2, 1, 2, bytes.Repeat([]byte{2}, 10))))
 	check("message 2 complete")
-	if b.order.get(0).queued != 1 {
-		t.Fatalf("queued: got %d, want 1 (message 2)", b.order.get(0).queued)
+	if b.rcv.order.get(0).queued != 1 {
+		t.Fatalf("queued: got %d, want 1 (message 2)", b.rcv.order.get(0).queued)
 	}
 	mustHandle(t, b.Layer, t0, dataDatagram(3, plain(3, 0, 100)))
 	check("message 0")
@@ -891,7 +809,7 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 	t.Run("messages in progress", func(t *testing.T) {
 		const conc = 8
 		b := newTestPeer(t, Config{MaxConcurrentSplits: conc})
-		ahead := conc - b.asm.reserveSlots()
+		ahead := conc - b.rcv.asm.reserveSlots()
 		n := uint32(0)
 		for i := 1; i <= ahead; i++ {
 			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 0, uint32(i), []byte{byte(i)})))
@@ -924,7 +842,7 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 		i := 1
 		for ; ; i++ {
 			f := orderedFragment(n, uint16(i), 2, 0, uint32(i), part(i))
-			if b.asm.committed+b.asm.estimate(&f) > limit-b.asm.reserveBytes() {
+			if b.rcv.asm.committed+b.rcv.asm.estimate(&f) > limit-b.rcv.asm.reserveBytes() {
 				handleRefused(t, b.Layer, t0, dataDatagram(n, f), errSplitBytes)
 				n++
 				break
@@ -960,7 +878,7 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 // arriving first (often shorter than the rest) does not make it cheap.
 func TestSplitChargedWhole(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	part := b.asm.maxPart
+	part := b.rcv.asm.maxPart
 	cases := []struct {
 		name string
 		f    wire.Frame
@@ -971,18 +889,18 @@ func TestSplitChargedWhole(t *testing.T) {
 		{"single fragment", splitFrame(0, 1, 1, 0, make([]byte, 20)), 20 + partOverhead},
 	}
 	for _, tc := range cases {
-		if got := b.asm.estimate(&tc.f); got != tc.want {
+		if got := b.rcv.asm.estimate(&tc.f); got != tc.want {
 			t.Errorf("%s: estimate got %d, want %d", tc.name, got, tc.want)
 		}
 	}
 	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 10, 9, make([]byte, 20))))
-	if want := 9*(part+partOverhead) + 20 + partOverhead; b.asm.committed != want {
-		t.Errorf("committed after the last fragment: got %d, want %d", b.asm.committed, want)
+	if want := 9*(part+partOverhead) + 20 + partOverhead; b.rcv.asm.committed != want {
+		t.Errorf("committed after the last fragment: got %d, want %d", b.rcv.asm.committed, want)
 	}
 	for i := range uint32(9) {
 		mustHandle(t, b.Layer, t0, dataDatagram(1+i, splitFrame(1+i, 1, 10, i, make([]byte, part))))
 	}
-	if len(b.got) != 1 || len(b.got[0]) != 9*part+20 || b.asm.committed != 0 || b.asm.bytes != 0 {
-		t.Errorf("after completion: %d delivered, committed %d, held %d, want 1, 0, 0", len(b.got), b.asm.committed, b.asm.bytes)
+	if len(b.got) != 1 || len(b.got[0]) != 9*part+20 || b.rcv.asm.committed != 0 || b.rcv.asm.bytes != 0 {
+		t.Errorf("after completion: %d delivered, committed %d, held %d, want 1, 0, 0", len(b.got), b.rcv.asm.committed, b.rcv.asm.bytes)
 	}
 }

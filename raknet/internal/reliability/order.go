@@ -46,41 +46,34 @@ func (o *orderChannels) get(channel uint8) *orderChannel {
 	return &o.ch[channel]
 }
 
-// ordered handles a reliable-ordered message: deliver is called for it and
-// every queued message it unblocks, in order. Messages from the past are
-// dropped. p is copied when queued.
+// sink takes delivered messages while it has room for them.
+type sink interface {
+	fits(size int) bool
+	deliver(msg []byte)
+}
+
+// ordered handles a reliable-ordered message: it is delivered to s, then
+// every queued message it unblocks, in order, while s has room; the rest
+// wait in the queue, the one the channel delivers next included, until
+// drain is called. Messages from the past are dropped. p is copied when
+// queued.
 //
 // The byte cap is enforced by admit, before a frame is acknowledged, not
 // here: a split message admitted fragment by fragment completes into the
 // queue even when the queue filled meanwhile, because its fragments were
 // acknowledged and the sender will never send it again. admit counts the
 // bytes held for reassembly, so the queue still stays within its cap.
-func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, deliver func([]byte)) error {
+func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, s sink) error {
 	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
 	switch {
 	case abs < c.expected:
 		return nil
-	case abs == c.expected:
-		deliver(p)
+	case abs == c.expected && s.fits(len(p)):
 		c.expected++
-		for c.queued > 0 {
-			slot := &c.ring[c.expected&uint64(len(c.ring)-1)]
-			if *slot == nil {
-				break
-			}
-			m := *slot
-			*slot = nil
-			c.queued--
-			o.bytes -= len(m)
-			c.expected++
-			deliver(m)
-		}
-		if c.queued == 0 && len(c.ring) > 0 {
-			// Give the ring back once nothing waits: a burst of reordering
-			// does not pin its memory.
-			o.bytes -= len(c.ring) * slotSize
-			c.ring = nil
+		s.deliver(p)
+		if c.queued > 0 {
+			o.drain(c, s)
 		}
 		return nil
 	}
@@ -110,12 +103,38 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, delive
 	return nil
 }
 
-// slotSize is the memory one ring slot takes, charged against maxBytes.
-const slotSize = 24
+// drain delivers to s the messages queued at the head of c, in order,
+// while s has room.
+func (o *orderChannels) drain(c *orderChannel, s sink) {
+	for c.queued > 0 {
+		slot := &c.ring[c.expected&uint64(len(c.ring)-1)]
+		if *slot == nil || !s.fits(len(*slot)) {
+			break
+		}
+		m := *slot
+		*slot = nil
+		c.queued--
+		o.bytes -= len(m)
+		c.expected++
+		s.deliver(m)
+	}
+	if c.queued == 0 && len(c.ring) > 0 {
+		// Give the ring back once nothing waits: a burst of reordering
+		// does not pin its memory.
+		o.bytes -= len(c.ring) * slotSize
+		c.ring = nil
+	}
+}
+
+// ready reports whether c's next message is queued: it waits for room to
+// be delivered, not for a missing datagram.
+func (c *orderChannel) ready() bool {
+	return c.queued > 0 && c.ring[c.expected&uint64(len(c.ring)-1)] != nil
+}
 
 // ringSize returns the ring size that holds index ahead.
 func ringSize(cur int, ahead uint64) int {
-	size := max(cur, 8)
+	size := max(cur, minOrderRing)
 	for uint64(size) <= ahead {
 		size *= 2
 	}
@@ -165,17 +184,23 @@ func (o *orderChannels) admit(channel uint8, idx wire.Uint24, size, held int) er
 // sequence indexes is newer than the newest delivered on its channel, and
 // if so records it.
 func (o *orderChannels) sequenced(channel uint8, order, seq wire.Uint24) bool {
+	ord, sq, newer := o.newer(channel, order, seq)
+	if newer {
+		c := &o.ch[channel]
+		c.seqAny, c.seqOrder, c.seqIndex = true, ord, sq
+	}
+	return newer
+}
+
+// newer reports whether a sequenced message with the given order and
+// sequence indexes is newer than the newest delivered on its channel, and
+// returns its absolute indexes.
+func (o *orderChannels) newer(channel uint8, order, seq wire.Uint24) (ord, sq uint64, ok bool) {
 	c := o.get(channel)
 	if !c.seqAny {
-		c.seqAny = true
-		c.seqOrder, c.seqIndex = unwrap(c.expected, order), absBase+uint64(seq)
-		return true
+		return unwrap(c.expected, order), absBase + uint64(seq), true
 	}
-	ord := unwrap(c.seqOrder, order)
-	sq := unwrap(c.seqIndex, seq)
-	if ord < c.seqOrder || (ord == c.seqOrder && sq <= c.seqIndex) {
-		return false
-	}
-	c.seqOrder, c.seqIndex = ord, sq
-	return true
+	ord = unwrap(c.seqOrder, order)
+	sq = unwrap(c.seqIndex, seq)
+	return ord, sq, ord > c.seqOrder || (ord == c.seqOrder && sq > c.seqIndex)
 }

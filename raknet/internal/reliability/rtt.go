@@ -2,18 +2,6 @@ package reliability
 
 import "time"
 
-// RTO bounds. RakNet datagram numbers are never reused, so every ACK
-// identifies one transmission; samples are still only taken from datagrams
-// that carried no resent frames, and the backed-off RTO is kept until such
-// a sample arrives (Karn's rule).
-const (
-	InitialRTO = 300 * time.Millisecond
-	MinRTO     = 40 * time.Millisecond
-	MaxRTO     = 3 * time.Second
-	// rtoGranularity is the smallest variance term the RTO adds.
-	rtoGranularity = 5 * time.Millisecond
-)
-
 // rttStats estimates the round-trip time as in RFC 6298: a smoothed RTT and
 // a mean deviation, giving RTO = max(SRTT + max(G, 4·RTTVAR, SRTT/2),
 // 5/4 of the recent peak) with a floor, a

@@ -94,8 +94,11 @@ type simLink struct {
 	errs   int
 
 	// onDeliver, if set, receives every delivered message instead of recv
-	// (the slice is only valid during the call).
-	onDeliver func(side int, msg []byte)
+	// (the slice is only valid during the call) and answers for Deliver.
+	onDeliver func(side int, msg []byte) bool
+	// refusals, if set, lets HandleDatagram refuse datagrams (a receive
+	// limit tested on purpose); errs still counts them.
+	refusals bool
 	// receipts collects Config.Receipt calls per side.
 	receipts [2][]receiptEvent
 }
@@ -126,12 +129,12 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 	for i := range 2 {
 		c := cfg
 		c.MaxDatagram = s.p.maxDatagram
-		c.Deliver = func(msg []byte) {
+		c.Deliver = func(msg []byte) bool {
 			if s.onDeliver != nil {
-				s.onDeliver(i, msg)
-				return
+				return s.onDeliver(i, msg)
 			}
 			s.recv[i] = append(s.recv[i], append([]byte(nil), msg...))
+			return false
 		}
 		if c.Receipt == nil {
 			c.Receipt = func(id uint32, acked bool) {
@@ -200,7 +203,9 @@ func (s *simLink) step() bool {
 		d := s.wire.pop()
 		if err := s.layers[d.to].HandleDatagram(s.now, d.b); err != nil {
 			s.errs++
-			s.t.Errorf("layer %d: %v", d.to, err)
+			if !s.refusals {
+				s.t.Errorf("layer %d: %v", d.to, err)
+			}
 		}
 		// The layer keeps no reference to a handled datagram.
 		s.free = append(s.free, d.b)
@@ -370,7 +375,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 				}
 			}
 			// Side i's deliveries were sent by side 1-i.
-			s.onDeliver = func(side int, b []byte) {
+			s.onDeliver = func(side int, b []byte) bool {
 				m := sides[1-side]
 				id := checkMsg(t, b)
 				if id >= len(m.kind) {
@@ -395,6 +400,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 					}
 					m.lastOrd[k.ch] = id
 				}
+				return false
 			}
 			send := func(dir int, k mixKind, size int) {
 				m := sides[dir]
@@ -435,7 +441,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 			s.run(time.Hour, done)
 			// Let late duplicates, ACKs and receipts settle.
 			s.run(time.Hour, func() bool {
-				return len(s.wire) == 0 && s.layers[0].Idle() && s.layers[1].Idle() && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
+				return len(s.wire) == 0 && idle(s.layers[0]) && idle(s.layers[1]) && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
 			})
 			for dir, m := range sides {
 				checkMixSide(t, dir, m, s.receipts[dir], tc.p.loss == 0)
@@ -496,14 +502,14 @@ func checkWrapped(t *testing.T, a, b *Layer) {
 		name string
 		v    uint64
 	}{
-		{"send datagram number", a.sendNext},
-		{"send reliable index", a.relNext},
-		{"send order index ch0", a.indexes(0).order},
-		{"send sequence index ch4", a.indexes(4).seq},
-		{"recv datagram number", b.dgramHigh},
-		{"recv reliable index", b.relWin.base},
-		{"recv order index ch0", b.order.get(0).expected},
-		{"recv order index ch1", b.order.get(1).expected},
+		{"send datagram number", a.sent.hist.next},
+		{"send reliable index", a.q.relNext},
+		{"send order index ch0", a.q.indexes(0).order},
+		{"send sequence index ch4", a.q.indexes(4).seq},
+		{"recv datagram number", b.recv.high},
+		{"recv reliable index", b.rcv.relWin.base},
+		{"recv order index ch0", b.rcv.order.get(0).expected},
+		{"recv order index ch1", b.rcv.order.get(1).expected},
 	}
 	for _, c := range counters {
 		if c.v < wrapLimit {
@@ -521,10 +527,11 @@ func BenchmarkSimulatedLink(b *testing.B) {
 				p := linkParams{loss: loss, delay: 10 * time.Millisecond, jitter: time.Millisecond}
 				s := newSimLink(b, 1, p, Config{})
 				delivered := 0
-				s.onDeliver = func(side int, _ []byte) {
+				s.onDeliver = func(side int, _ []byte) bool {
 					if side == 1 {
 						delivered++
 					}
+					return false
 				}
 				m := msg(0, size)
 				b.ReportAllocs()

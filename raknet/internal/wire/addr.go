@@ -16,14 +16,6 @@ const (
 	afInet6 = 23
 )
 
-// AddrSize returns the encoded size of a.
-func AddrSize(a netip.AddrPort) int {
-	if a.Addr().Unmap().Is4() || !a.Addr().IsValid() {
-		return addrSizeV4
-	}
-	return addrSizeV6
-}
-
 // AppendAddr appends a in RakNet's system-address layout. IPv4-mapped IPv6
 // addresses are written as IPv4 (consoles reject the mapped form) and an
 // invalid address is written as 0.0.0.0:0.
@@ -49,18 +41,10 @@ func AppendAddr(b []byte, a netip.AddrPort) []byte {
 	return appendU32(b, 0)
 }
 
-// DecodeAddr decodes a system address from the start of b and returns the
+// decodeAddr decodes a system address from the start of b and returns the
 // number of bytes consumed. The IPv6 family field and scope id are not
 // checked: peers write different values there. An IPv4-mapped IPv6 address
 // decodes as IPv4, the value AppendAddr writes it as.
-func DecodeAddr(b []byte) (netip.AddrPort, int, error) {
-	a, n, err := decodeAddr(b)
-	if err != nil {
-		return a, 0, decodeErr("system address", err)
-	}
-	return a, n, nil
-}
-
 func decodeAddr(b []byte) (netip.AddrPort, int, error) {
 	if len(b) < 1 {
 		return netip.AddrPort{}, 0, errUnexpectedEOF

@@ -35,19 +35,16 @@ func TestAddrGolden(t *testing.T) {
 			if string(got[1:]) != string(want) || got[0] != 0xaa {
 				t.Errorf("AppendAddr: got % x, want aa % x", got, want)
 			}
-			if got, want := AddrSize(tc.addr), len(want); got != want {
-				t.Errorf("AddrSize: got %v, want %v", got, want)
-			}
 			// Trailing bytes are left for the caller.
-			a, n, err := DecodeAddr(append(want, 0xee))
+			a, n, err := decodeAddr(append(want, 0xee))
 			if err != nil {
-				t.Fatalf("DecodeAddr: got error %v, want nil", err)
+				t.Fatalf("decodeAddr: got error %v, want nil", err)
 			}
 			if n != len(want) {
-				t.Errorf("DecodeAddr consumed: got %v, want %v", n, len(want))
+				t.Errorf("decodeAddr consumed: got %v, want %v", n, len(want))
 			}
 			if a != tc.addr {
-				t.Errorf("DecodeAddr: got %v, want %v", a, tc.addr)
+				t.Errorf("decodeAddr: got %v, want %v", a, tc.addr)
 			}
 		})
 	}
@@ -82,15 +79,12 @@ func TestAddrEncodeAsIPv4(t *testing.T) {
 			if got, want := len(b), 7; got != want {
 				t.Fatalf("encoded size: got %v, want %v", got, want)
 			}
-			if got, want := AddrSize(tc.addr), 7; got != want {
-				t.Errorf("AddrSize: got %v, want %v", got, want)
-			}
-			a, _, err := DecodeAddr(b)
+			a, _, err := decodeAddr(b)
 			if err != nil {
-				t.Fatalf("DecodeAddr: got error %v, want nil", err)
+				t.Fatalf("decodeAddr: got error %v, want nil", err)
 			}
 			if a != tc.want {
-				t.Errorf("DecodeAddr: got %v, want %v", a, tc.want)
+				t.Errorf("decodeAddr: got %v, want %v", a, tc.want)
 			}
 		})
 	}
@@ -120,17 +114,17 @@ func TestAddrDecodeIPv6Lenient(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, n, err := DecodeAddr(unhex(t, tc.hex))
+			a, n, err := decodeAddr(unhex(t, tc.hex))
 			if err != nil {
-				t.Fatalf("DecodeAddr: got error %v, want nil", err)
+				t.Fatalf("decodeAddr: got error %v, want nil", err)
 			}
 			if n != 29 {
-				t.Errorf("DecodeAddr consumed: got %v, want %v", n, 29)
+				t.Errorf("decodeAddr consumed: got %v, want %v", n, 29)
 			}
 			if a != tc.want {
-				t.Errorf("DecodeAddr: got %v, want %v", a, tc.want)
+				t.Errorf("decodeAddr: got %v, want %v", a, tc.want)
 			}
-			again, _, err := DecodeAddr(AppendAddr(nil, a))
+			again, _, err := decodeAddr(AppendAddr(nil, a))
 			if err != nil || again != a {
 				t.Errorf("re-decode: got %v, %v, want %v, nil", again, err, a)
 			}
@@ -143,9 +137,9 @@ func TestAddrTruncated(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) {
 			b := AppendAddr(nil, a)
 			for k := range len(b) {
-				_, n, err := DecodeAddr(b[:k])
+				_, n, err := decodeAddr(b[:k])
 				if !errors.Is(err, io.ErrUnexpectedEOF) || n != 0 {
-					t.Errorf("DecodeAddr(first %d bytes): got %v, %v, want 0, %v", k, n, err, io.ErrUnexpectedEOF)
+					t.Errorf("decodeAddr(first %d bytes): got %v, %v, want 0, %v", k, n, err, io.ErrUnexpectedEOF)
 				}
 			}
 		})
@@ -154,9 +148,9 @@ func TestAddrTruncated(t *testing.T) {
 
 func TestAddrBadVersion(t *testing.T) {
 	for _, v := range []byte{0, 5, 7, 0xff} {
-		_, _, err := DecodeAddr([]byte{v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+		_, _, err := decodeAddr([]byte{v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 		if !errors.Is(err, ErrInvalid) {
-			t.Errorf("DecodeAddr(version %d): got error %v, want %v", v, err, ErrInvalid)
+			t.Errorf("decodeAddr(version %d): got error %v, want %v", v, err, ErrInvalid)
 		}
 	}
 }

@@ -146,19 +146,3 @@ func (m *NewIncomingConnection) Decode(b []byte) (int, error) {
 	}
 	return r.off, nil
 }
-
-// DisconnectionNotification (0x15) ends a connection; it has no fields.
-type DisconnectionNotification struct{}
-
-// Append appends the encoding of m.
-func (m *DisconnectionNotification) Append(b []byte) []byte {
-	return append(b, IDDisconnectionNotification)
-}
-
-// Decode decodes the message.
-func (m *DisconnectionNotification) Decode(b []byte) (int, error) {
-	if err := checkID(b, IDDisconnectionNotification); err != nil {
-		return 0, decodeErr("DISCONNECTION_NOTIFICATION", err)
-	}
-	return 1, nil
-}

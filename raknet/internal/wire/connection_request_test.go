@@ -129,7 +129,7 @@ func checkSystemAddrsTruncated(t *testing.T, m codec, b []byte, head int, s Syst
 	off := head
 	for i := range s.N {
 		valid[off+16] = i
-		off += AddrSize(s.Addrs[i])
+		off += len(AppendAddr(nil, s.Addrs[i]))
 	}
 	for k := range len(b) {
 		got := fresh(m)

@@ -92,6 +92,13 @@ const (
 	MaxFramePayload = 0xffff / 8
 )
 
+// The frame errors a peer can cause most often are values, not built per
+// frame; the others are wrapped once.
+var (
+	errFrameTruncated = decodeErr("frame", errUnexpectedEOF)
+	errFrameEmpty     = decodeErr("frame", fmt.Errorf("%w: empty payload", ErrInvalid))
+)
+
 const (
 	frameSplitFlag    = 0x10
 	frameReliableBits = 5
@@ -188,7 +195,7 @@ func (f *Frame) Decode(b []byte) (int, error) {
 	flags := r.u8()
 	bits := r.u16()
 	if r.err != nil {
-		return 0, decodeErr("frame", r.err)
+		return 0, errFrameTruncated
 	}
 	rel := Reliability(flags >> frameReliableBits).Wire()
 	*f = Frame{Reliability: rel, Split: flags&frameSplitFlag != 0}
@@ -209,20 +216,19 @@ func (f *Frame) Decode(b []byte) (int, error) {
 	}
 	n := (int(bits) + 7) / 8
 	f.Payload = r.bytes(n)
-	if r.err != nil {
-		return 0, decodeErr("frame", r.err)
-	}
 	switch {
+	case r.err != nil:
+		return 0, errFrameTruncated
 	case n == 0:
-		return 0, decodeErr("frame", fmt.Errorf("%w: empty payload", ErrInvalid))
+		return 0, errFrameEmpty
 	case n > MaxFramePayload:
 		// 65529-65535 bits round up to 8192 bytes, which no bit length
 		// describes exactly: no peer writes that, and Append could not.
-		return 0, decodeErr("frame", fmt.Errorf("%w: bit length %d", ErrInvalid, bits))
+		return 0, fmt.Errorf("decode frame: %w: bit length %d", ErrInvalid, bits)
 	case f.OrderChannel >= NumOrderChannels:
-		return 0, decodeErr("frame", fmt.Errorf("%w: order channel %d", ErrInvalid, f.OrderChannel))
+		return 0, fmt.Errorf("decode frame: %w: order channel %d", ErrInvalid, f.OrderChannel)
 	case f.Split && (f.SplitCount == 0 || f.SplitIndex >= f.SplitCount):
-		return 0, decodeErr("frame", fmt.Errorf("%w: split index %d of %d", ErrInvalid, f.SplitIndex, f.SplitCount))
+		return 0, fmt.Errorf("decode frame: %w: split index %d of %d", ErrInvalid, f.SplitIndex, f.SplitCount)
 	}
 	return r.off, nil
 }

@@ -308,3 +308,34 @@ func TestFrameAppendTooLong(t *testing.T) {
 	f := Frame{Payload: make([]byte, MaxFramePayload+1)}
 	f.Append(nil)
 }
+
+// TestFrameDecodeErrorAllocs holds the malformed frames a peer sends most
+// (truncated, empty) to no allocation, and the rest to one wrapped error.
+func TestFrameDecodeErrorAllocs(t *testing.T) {
+	cases := []struct {
+		name string
+		hex  string
+		want float64
+	}{
+		{"truncated header", "00 00", 0},
+		{"truncated payload", "00 00 10 | fe", 0},
+		{"empty payload", "00 00 00", 0},
+		{"order channel", "60 00 08 | 00 00 00 | 00 00 00 | 20 | fe", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := unhex(t, tc.hex)
+			var f Frame
+			if _, err := f.Decode(b); err == nil {
+				t.Fatalf("Decode: got nil error, want one")
+			}
+			if raceEnabled && tc.want > 0 {
+				t.Skip("the race detector changes what a wrapped error allocates")
+			}
+			got := testing.AllocsPerRun(100, func() { _, _ = f.Decode(b) })
+			if got > tc.want {
+				t.Errorf("allocations: got %v, want <= %v", got, tc.want)
+			}
+		})
+	}
+}

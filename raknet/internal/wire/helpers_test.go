@@ -116,3 +116,21 @@ func systemAddrs(n int) SystemAddresses {
 	}
 	return s
 }
+
+// DisconnectionNotification (0x15) ends a connection; it has no fields.
+// The connection writes its one byte directly; the codec is here for the
+// golden, fuzz and go-raknet tests.
+type DisconnectionNotification struct{}
+
+// Append appends the encoding of m.
+func (m *DisconnectionNotification) Append(b []byte) []byte {
+	return append(b, IDDisconnectionNotification)
+}
+
+// Decode decodes the message.
+func (m *DisconnectionNotification) Decode(b []byte) (int, error) {
+	if err := checkID(b, IDDisconnectionNotification); err != nil {
+		return 0, decodeErr("DISCONNECTION_NOTIFICATION", err)
+	}
+	return 1, nil
+}

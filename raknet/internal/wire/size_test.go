@@ -12,7 +12,7 @@ func TestFixedSizes(t *testing.T) {
 		{"ConnectedPing", len((&ConnectedPing{Time: -1}).Append(nil)), ConnectedPingSize},
 		{"ConnectedPong", len((&ConnectedPong{PingTime: -1, PongTime: -1}).Append(nil)), ConnectedPongSize},
 		{"ConnectionRequest", len((&ConnectionRequest{ClientGUID: -1, Time: -1, Security: true}).Append(nil)), ConnectionRequestSize},
-		{"UnconnectedPing", len((&UnconnectedPing{Time: -1, ClientGUID: -1}).Append(nil)), UnconnectedPingSize},
+		{"UnconnectedPing", len((&UnconnectedPing{Time: -1, ClientGUID: -1}).Append(nil)), unconnectedPingSize},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {

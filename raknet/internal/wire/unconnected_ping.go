@@ -10,9 +10,6 @@ type UnconnectedPing struct {
 	ClientGUID      int64
 }
 
-// UnconnectedPingSize is the size of an encoded ping.
-const UnconnectedPingSize = 1 + 8 + 16 + 8
-
 // Append appends the encoding of m.
 func (m *UnconnectedPing) Append(b []byte) []byte {
 	id := IDUnconnectedPing

@@ -2,6 +2,10 @@ package wire
 
 import "testing"
 
+// unconnectedPingSize is the size of an encoded ping: id, time, magic,
+// GUID.
+const unconnectedPingSize = 1 + 8 + 16 + 8
+
 func TestUnconnectedPingGolden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -20,8 +24,8 @@ func TestUnconnectedPingGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want := unhex(t, tc.hex)
-			if got := len(want); got != UnconnectedPingSize {
-				t.Fatalf("golden size: got %v, want %v", got, UnconnectedPingSize)
+			if got := len(want); got != unconnectedPingSize {
+				t.Fatalf("golden size: got %v, want %v", got, unconnectedPingSize)
 			}
 			checkGolden(t, &tc.msg, want)
 		})
@@ -38,8 +42,8 @@ func TestUnconnectedPingPadded(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: got error %v, want nil", err)
 	}
-	if n != UnconnectedPingSize {
-		t.Errorf("Decode consumed: got %v, want %v", n, UnconnectedPingSize)
+	if n != unconnectedPingSize {
+		t.Errorf("Decode consumed: got %v, want %v", n, unconnectedPingSize)
 	}
 	if got != want {
 		t.Errorf("Decode: got %+v, want %+v", got, want)

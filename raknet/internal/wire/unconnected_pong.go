@@ -15,9 +15,6 @@ type UnconnectedPong struct {
 // MaxPongData is the most pong data a pong can carry (the u16 length).
 const MaxPongData = 0xffff
 
-// Size returns the encoded size of m.
-func (m *UnconnectedPong) Size() int { return 1 + 8 + 8 + 16 + 2 + len(m.Data) }
-
 // Append appends the encoding of m. Data longer than MaxPongData is a
 // programmer error.
 func (m *UnconnectedPong) Append(b []byte) []byte {

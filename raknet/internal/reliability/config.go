@@ -1,0 +1,97 @@
+package reliability
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors returned by Send.
+var (
+	ErrMessageTooLarge = errors.New("message exceeds the maximum message size")
+	ErrSendBufferFull  = errors.New("send buffer full")
+	ErrInvalidChannel  = errors.New("order channel out of range")
+	ErrReliability     = errors.New("invalid reliability")
+	ErrEmptyMessage    = errors.New("empty message")
+)
+
+// Config configures a Layer. Zero values take the defaults in limits.go.
+type Config struct {
+	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
+	// minus the IP and UDP headers. Required.
+	MaxDatagram int
+	// Deliver receives every message in delivery order; the slice is valid
+	// only during the call. It returns true when it keeps the message for
+	// the application: the message then counts against MaxHeldMessages
+	// and MaxHeldBytes until Consumed is called for it. Control messages
+	// the caller answers at once return false. Required.
+	Deliver func(msg []byte) bool
+	// Receipt, if set, learns the fate of messages sent with an
+	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
+	Receipt func(id uint32, acked bool)
+
+	MaxMessageSize      int
+	MaxSendBuffer       int
+	MaxSplitCount       int
+	MaxConcurrentSplits int
+	MaxSplitBytes       int
+	SplitTimeout        time.Duration
+	MaxOrderQueue       int
+	MaxOrderBytes       int
+	ReliableWindow      int
+	AckDelay            time.Duration
+
+	// MaxHeldMessages and MaxHeldBytes bound the messages delivered and
+	// kept but not yet Consumed (the connection's read queue). Defaults
+	// DefaultMaxHeldMessages and DefaultMaxHeldBytes. A message that does
+	// not fit waits, in its ordering queue or unacknowledged at the
+	// sender, except that one message is always delivered when nothing
+	// is held, however large.
+	MaxHeldMessages, MaxHeldBytes int
+
+	// Initial values of the send-side counters (datagram number, reliable
+	// index, order and sequence indexes) and of the matching receive-side
+	// expectations. Zero in production; tests start them near 2^24 so
+	// every index wraps.
+	InitialSend, InitialRecv uint32
+}
+
+func (c *Config) fill() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxMessageSize, DefaultMaxMessageSize)
+	def(&c.MaxSendBuffer, DefaultMaxSendBuffer)
+	def(&c.MaxSplitCount, DefaultMaxSplitCount)
+	def(&c.MaxConcurrentSplits, DefaultMaxConcurrentSplits)
+	def(&c.MaxSplitBytes, DefaultMaxSplitBytes)
+	def(&c.MaxOrderQueue, DefaultMaxOrderQueue)
+	def(&c.MaxOrderBytes, DefaultMaxOrderBytes)
+	def(&c.ReliableWindow, DefaultReliableWindow)
+	def(&c.MaxHeldMessages, DefaultMaxHeldMessages)
+	def(&c.MaxHeldBytes, DefaultMaxHeldBytes)
+	if c.SplitTimeout <= 0 {
+		c.SplitTimeout = DefaultSplitTimeout
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = DefaultAckDelay
+	}
+}
+
+// Stats are a Layer's counters.
+type Stats struct {
+	DatagramsSent, DatagramsReceived uint64
+	BytesSent, BytesReceived         uint64
+	MessagesSent, MessagesDelivered  uint64
+	FramesResent                     uint64
+	DatagramsLost                    uint64 // NACKed, timed out or skipped
+	AcksSent, NacksSent              uint64
+	DuplicateDatagrams               uint64
+	DuplicateFrames                  uint64
+	Errors                           uint64 // datagrams or frames refused
+	SRTT, RTTVar, MinRTT, RTO        time.Duration
+	Window, InFlight                 int // congestion window and bytes in flight
+	Buffered                         int // bytes held until acknowledged
+	Held, HeldBytes                  int // messages and bytes kept by Deliver, not yet Consumed
+}

@@ -1,0 +1,139 @@
+package reliability
+
+import (
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// receiver takes the frames of accepted datagrams through dedup (the
+// reliable index window), reassembly of split messages and the ordering
+// channels to delivery. Every frame it is given was admitted first, so
+// none of its structures outgrows its limit, and no delivery takes the
+// messages held for the application past their bound: an ordered message
+// without room waits at the head of its channel until consumed makes
+// room.
+type receiver struct {
+	relWin seqWindow
+	order  orderChannels
+	asm    assembler
+	out    func(msg []byte) bool
+	held   heldBudget
+	// delivering is set during a call of out; redrain records that a
+	// message was consumed meanwhile, so the waiting heads are drained
+	// once out returns rather than from inside it.
+	delivering, redrain bool
+	next                int    // the channel drained first next time
+	delivered           uint64 // messages delivered
+	dupFrames           uint64 // reliable frames received again
+}
+
+func newReceiver(cfg *Config, start uint64) receiver {
+	r := receiver{
+		relWin: newSeqWindow(start, cfg.ReliableWindow),
+		order:  orderChannels{start: start, maxQueue: cfg.MaxOrderQueue, maxBytes: cfg.MaxOrderBytes},
+		asm: assembler{
+			maxCount: uint32(cfg.MaxSplitCount),
+			maxConc:  cfg.MaxConcurrentSplits,
+			maxBytes: cfg.MaxSplitBytes,
+			timeout:  cfg.SplitTimeout,
+			maxPart:  cfg.MaxDatagram - wire.DatagramHeaderSize,
+		},
+		out:  cfg.Deliver,
+		held: heldBudget{maxMsgs: cfg.MaxHeldMessages, maxBytes: cfg.MaxHeldBytes},
+	}
+	return r
+}
+
+// handleFrame runs one admitted frame through dedup, reassembly and
+// ordering.
+func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
+	rel := f.Reliability
+	if rel.Reliable() {
+		idx := unwrap(r.relWin.base, f.ReliableIndex)
+		// admit checked that the window can hold idx.
+		if fresh, _ := r.relWin.mark(idx); !fresh {
+			r.dupFrames++
+			return nil
+		}
+	}
+	if f.Split {
+		whole, err := r.asm.add(f, now)
+		if err != nil || whole == nil {
+			return err
+		}
+		f = whole
+	}
+	switch {
+	case rel.Sequenced():
+		if r.order.sequenced(f.OrderChannel, f.OrderIndex, f.SequenceIndex) {
+			r.deliver(f.Payload)
+		}
+		return nil
+	case rel.Ordered():
+		return r.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, r)
+	}
+	r.deliver(f.Payload)
+	return nil
+}
+
+// fits reports whether a message of size bytes may be delivered now.
+func (r *receiver) fits(size int) bool { return r.held.fits(size) }
+
+// deliver hands p to the application, counting it as held if kept.
+func (r *receiver) deliver(p []byte) {
+	r.delivered++
+	r.delivering = true
+	kept := r.out(p)
+	r.delivering = false
+	if kept {
+		r.held.take(len(p))
+	}
+	if r.redrain {
+		r.redrain = false
+		r.drain()
+	}
+}
+
+// consumed counts a held message of size bytes as taken by the
+// application and delivers what waited for the room.
+func (r *receiver) consumed(size int) {
+	r.held.release(size)
+	if r.delivering {
+		r.redrain = true
+		return
+	}
+	r.drain()
+}
+
+// drain delivers the messages waiting at the heads of the ordering
+// channels while there is room, starting with a different channel each
+// time so that none takes all the room.
+func (r *receiver) drain() {
+	n := len(r.order.ch)
+	for i := range n {
+		c := &r.order.ch[(r.next+i)%n]
+		if c.ready() {
+			r.order.drain(c, r)
+		}
+	}
+	if n > 0 {
+		r.next = (r.next + 1) % n
+	}
+}
+
+// waiting reports whether received data waits for something missing: a
+// message in reassembly or behind a gap in an ordering queue. A channel
+// whose next message is there waits for the application, not the
+// network.
+func (r *receiver) waiting() bool {
+	if len(r.asm.list) > 0 {
+		return true
+	}
+	for i := range r.order.ch {
+		if c := &r.order.ch[i]; c.queued > 0 && !c.ready() {
+			return true
+		}
+	}
+	return false
+}

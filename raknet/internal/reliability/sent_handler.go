@@ -1,0 +1,170 @@
+package reliability
+
+import (
+	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+)
+
+// sentHandler follows the data datagrams in flight: it takes RTT samples
+// from ACKs, hands the frames of acknowledged datagrams back to the send
+// queue and those of lost ones to its resend queue, and feeds both events
+// to the congestion window. A datagram is lost when a NACK names it, when
+// a later one is acknowledged and it has been out clearly longer than a
+// round trip (fast resend), or when its RTO runs out.
+type sentHandler struct {
+	hist sentHistory
+	rtt  rttStats
+	cc   congestion
+	lost uint64 // datagrams NACKed, skipped or timed out
+}
+
+// canSend reports whether one more datagram of size bytes fits the
+// in-flight span and the congestion window.
+func (h *sentHandler) canSend(size int) bool {
+	return h.hist.span() < MaxInFlight && h.cc.canSend(size)
+}
+
+// sent records datagram s of size bytes, just packed, as in flight.
+func (h *sentHandler) sent(s *sentDatagram, size int, now time.Time) {
+	s.inFlight, s.size, s.sentAt = true, size, now
+	h.cc.onSent(size)
+}
+
+// onAck processes an ACK or NACK.
+func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
+	hist := &h.hist
+	if hist.oldest == hist.next {
+		return
+	}
+	ref := hist.next - 1
+	var largest uint64
+	var newest, oldest time.Duration
+	sampled := false
+	for _, r := range a.Ranges {
+		lo := unwrap(ref, r.Start)
+		hi := lo + uint64(r.Len()) - 1
+		lo, hi = max(lo, hist.oldest), min(hi, hist.next-1)
+		for n := lo; n <= hi && lo <= hi; n++ {
+			s := hist.slot(n)
+			if !s.inFlight {
+				continue
+			}
+			if a.NACK {
+				h.lose(n, s, now, true, q)
+				continue
+			}
+			if !s.retrans {
+				sample := now.Sub(s.sentAt)
+				if !sampled || sample < newest {
+					newest = sample
+				}
+				oldest = max(oldest, sample)
+				sampled = true
+			}
+			h.ack(s, q)
+			largest = max(largest, n)
+		}
+	}
+	if sampled {
+		// One sample per ACK, from the newest datagram it names, as QUIC
+		// does: a peer that acknowledges a whole tick's worth at once
+		// must not outweigh one that acknowledges each datagram. The
+		// oldest one bounds how long the peer may hold an ACK back.
+		h.rtt.update(newest)
+		h.rtt.notePeak(oldest)
+	}
+	if !a.NACK && largest != 0 {
+		// Fast resend: an older datagram still unacknowledged when a later
+		// one was acked is lost once it has been out clearly longer than a
+		// round trip. Time, not a count of later datagrams, is the test:
+		// a burst reordered by a few milliseconds of jitter overtakes many
+		// datagrams at once and is not lost.
+		srtt := h.rtt.smoothed()
+		threshold := now.Add(-max(srtt*9/8, srtt+2*h.rtt.rttvar, minReorderWindow))
+		for n := hist.oldest; n < largest; n++ {
+			s := hist.slot(n)
+			if !s.inFlight {
+				continue
+			}
+			if !s.sentAt.Before(threshold) {
+				break // numbered in send order: the rest are younger
+			}
+			h.lose(n, s, now, true, q)
+		}
+	}
+	hist.advance()
+	q.noteIdle(now)
+}
+
+// onTimers declares lost every datagram whose RTO ran out by now, backs
+// the RTO off and collapses the window once for them all.
+func (h *sentHandler) onTimers(now time.Time, q *sendQueue) {
+	hist := &h.hist
+	if hist.oldest == hist.next {
+		return
+	}
+	rto := h.rtt.rto()
+	timedOut := false
+	for n := hist.oldest; n < hist.next; n++ {
+		s := hist.slot(n)
+		if !s.inFlight {
+			continue
+		}
+		if now.Before(s.sentAt.Add(rto)) {
+			break
+		}
+		h.lose(n, s, now, false, q)
+		timedOut = true
+	}
+	if timedOut {
+		h.rtt.onTimeout()
+		h.cc.onTimeout(now)
+	}
+	hist.advance()
+}
+
+// rtoDeadline returns when the oldest datagram in flight times out, or
+// the zero time.
+func (h *sentHandler) rtoDeadline() time.Time {
+	if s := h.hist.firstInFlight(); s != nil {
+		return s.sentAt.Add(h.rtt.rto())
+	}
+	return time.Time{}
+}
+
+// lose handles datagram n as lost: its reliable frames that are still
+// carried by it go to the resend queue, unreliable receipts report loss.
+func (h *sentHandler) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent bool, q *sendQueue) {
+	h.lost++
+	for _, ref := range s.frames {
+		if !ref.live() || ref.f.dgram != n {
+			continue
+		}
+		q.lost(ref)
+	}
+	s.frames = s.frames[:0]
+	s.inFlight = false
+	if congestionEvent {
+		h.cc.onLost(s.size, s.sentAt, now)
+	} else {
+		h.cc.onTimedOut(s.size)
+	}
+}
+
+// ack handles datagram s as delivered.
+func (h *sentHandler) ack(s *sentDatagram, q *sendQueue) {
+	// Datagram numbers are never reused, so an ACK of any datagram proves
+	// the path works and ends the backoff; RTT samples come only from
+	// datagrams without resent frames (Karn's rule), taken per ACK in
+	// onAck.
+	h.rtt.backoff = 0
+	for _, ref := range s.frames {
+		if ref.live() {
+			q.acked(ref.f)
+		}
+	}
+	s.frames = s.frames[:0]
+	s.inFlight = false
+	h.cc.onAcked(s.size, s.sentAt)
+}

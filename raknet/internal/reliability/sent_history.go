@@ -1,0 +1,68 @@
+package reliability
+
+import "time"
+
+// sentDatagram is a slot of the in-flight ring.
+type sentDatagram struct {
+	inFlight bool
+	retrans  bool // carries resent frames: no RTT sample (Karn's rule)
+	size     int
+	sentAt   time.Time
+	frames   []frameRef // frames that wait for its acknowledgement
+}
+
+// sentHistory is the ring of data datagrams sent, indexed by absolute
+// datagram number, from the oldest that may be in flight to the next to
+// send. Datagram numbers are never reused: a resend gets a new one.
+type sentHistory struct {
+	ring         []sentDatagram // power-of-two size
+	oldest, next uint64
+}
+
+func newSentHistory(start uint64) sentHistory {
+	return sentHistory{ring: make([]sentDatagram, initialSentSlots), oldest: start, next: start}
+}
+
+// slot returns the ring slot of absolute datagram number n.
+func (h *sentHistory) slot(n uint64) *sentDatagram { return &h.ring[n&uint64(len(h.ring)-1)] }
+
+// span returns how many numbers lie between the oldest that may be in
+// flight and the next.
+func (h *sentHistory) span() uint64 { return h.next - h.oldest }
+
+// add returns the number and slot of the next datagram, growing the ring
+// if it is full.
+func (h *sentHistory) add() (uint64, *sentDatagram) {
+	if h.span() >= uint64(len(h.ring)) {
+		h.grow()
+	}
+	n := h.next
+	h.next++
+	return n, h.slot(n)
+}
+
+// grow doubles the ring, keeping slots at their numbers.
+func (h *sentHistory) grow() {
+	ring := make([]sentDatagram, len(h.ring)*2)
+	for n := h.oldest; n < h.next; n++ {
+		ring[n&uint64(len(ring)-1)] = *h.slot(n)
+	}
+	h.ring = ring
+}
+
+// advance moves oldest past the datagrams no longer in flight.
+func (h *sentHistory) advance() {
+	for h.oldest < h.next && !h.slot(h.oldest).inFlight {
+		h.oldest++
+	}
+}
+
+// firstInFlight returns the oldest datagram in flight, or nil.
+func (h *sentHistory) firstInFlight() *sentDatagram {
+	for n := h.oldest; n < h.next; n++ {
+		if s := h.slot(n); s.inFlight {
+			return s
+		}
+	}
+	return nil
+}
