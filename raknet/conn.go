@@ -43,12 +43,12 @@ const (
 	// DefaultCloseTimeout bounds how long Close waits for the peer to
 	// acknowledge what was written.
 	DefaultCloseTimeout = 3 * time.Second
-	// maxReadQueue and maxReadQueueBytes bound the messages received but
-	// not yet read. When either is reached, data datagrams are refused
-	// unacknowledged until the reader catches up, so the peer's sender
-	// backs off instead of the queue growing.
-	maxReadQueue      = 16384
-	maxReadQueueBytes = 64 << 20
+	// The messages received but not yet read are bounded by the
+	// reliability layer's delivery budget (reliability.DefaultMaxHeldMessages
+	// and DefaultMaxHeldBytes: 16384 messages, 64 MiB). At the bound it
+	// refuses data unacknowledged and asks for it again once the reader
+	// catches up, so the peer's sender waits instead of the queue growing.
+
 	// smallReadQueue is the read queue capacity kept once it drains.
 	smallReadQueue = 64
 	// finalCopies is how many times the last datagrams of a connection
@@ -76,7 +76,7 @@ type Stats struct {
 	InFlight          int     // bytes in flight
 	Buffered          int     // bytes written but not yet acknowledged
 	Dropped           uint64  // malformed datagrams and control messages
-	Deferred          uint64  // data datagrams refused while the read queue was full
+	Deferred          uint64  // data datagrams refused while the read queue was full (asked for again later)
 }
 
 // Receipt is the fate of a message written with Conn.WriteReceipt: Acked
@@ -148,8 +148,8 @@ type connConfig struct {
 	// listener's total; amplification counts datagrams the 3× rule held
 	// back.
 	dropped, amplification *atomic.Uint64
-	// readQueue, readQueueBytes and sendBuffer override maxReadQueue,
-	// maxReadQueueBytes and the layer's send buffer when positive (tests).
+	// readQueue, readQueueBytes and sendBuffer override the layer's
+	// delivery budget and send buffer when positive (tests).
 	readQueue, readQueueBytes, sendBuffer int
 }
 
@@ -177,11 +177,8 @@ type Conn struct {
 	guid  int64 // the peer's GUID; set before the Conn is shared
 	dial  bool
 
-	readQ     [][]byte // delivered messages; those from readHead on are unread
-	readHead  int
-	readBytes int
-	maxReadQ  int
-	maxReadB  int
+	readQ    [][]byte // delivered messages; those from readHead on are unread
+	readHead int
 	// readWait and writeWait are closed (and cleared) to wake every
 	// blocked reader or writer; they exist only while someone waits.
 	readWait, writeWait chan struct{}
@@ -261,25 +258,19 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 		mtu:         mtu,
 		dial:        dial,
 		ctl:         newControl(dial, raddr, now),
-		maxReadQ:    maxReadQueue,
-		maxReadB:    maxReadQueueBytes,
 		closed:      make(chan struct{}),
 		released:    make(chan struct{}),
 		established: make(chan struct{}),
 		lastRecv:    now,
 		lastSent:    now,
 	}
-	if cfg.readQueue > 0 {
-		c.maxReadQ = cfg.readQueue
-	}
-	if cfg.readQueueBytes > 0 {
-		c.maxReadB = cfg.readQueueBytes
-	}
 	c.layer = reliability.New(reliability.Config{
-		MaxDatagram:   mtu - overhead(raddr),
-		Deliver:       c.deliver,
-		Receipt:       c.receipt,
-		MaxSendBuffer: cfg.sendBuffer,
+		MaxDatagram:     mtu - overhead(raddr),
+		Deliver:         c.deliver,
+		Receipt:         c.receipt,
+		MaxSendBuffer:   cfg.sendBuffer,
+		MaxHeldMessages: cfg.readQueue,
+		MaxHeldBytes:    cfg.readQueueBytes,
 	}, now)
 	return c
 }

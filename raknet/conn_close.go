@@ -28,9 +28,13 @@ func (c *Conn) abort(err error, tell bool) {
 		return
 	}
 	if tell {
+		// What may leave leaves, ACKs included, then the goodbye, which
+		// does not wait behind data the peer never acknowledged.
 		now := time.Now()
-		c.sendControl(now, disconnect(false))
 		c.flushFinal(now)
+		bp := datagramBuffers.Get().(*[]byte)
+		*bp = c.layer.AppendFinal((*bp)[:0], disconnect(false).b)
+		c.queue(bp, finalCopies, now)
 	}
 	c.finish(err)
 }

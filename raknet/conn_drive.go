@@ -1,10 +1,11 @@
 package raknet
 
 import (
+	"errors"
 	"net"
 	"time"
 
-	"github.com/basaltmc/basalt/raknet/internal/wire"
+	"github.com/basaltmc/basalt/raknet/internal/reliability"
 )
 
 // flush builds every datagram the layer allows now into c.out.
@@ -28,25 +29,30 @@ func (c *Conn) flushCopies(now time.Time, copies int) {
 			return
 		}
 		*bp = d
-		if c.amp {
-			if c.ampOut+len(d)*copies > ampFactor*c.ampIn {
-				// Over the anti-amplification budget: the datagram is
-				// lost to the layer, which resends it once the peer has
-				// sent more.
-				datagramBuffers.Put(bp)
-				if c.cfg.amplification != nil {
-					c.cfg.amplification.Add(1)
-				}
-				continue
-			}
-			c.ampOut += len(d) * copies
-		}
-		if c.out == nil {
-			c.out = outboxes.Get().(*outbox)
-		}
-		c.out.add(bp, copies)
-		c.lastSent = now
+		c.queue(bp, copies, now)
 	}
+}
+
+// queue adds datagram *bp to c.out, to be written copies times, unless
+// the anti-amplification budget of a handshake forbids it.
+func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
+	if c.amp {
+		if c.ampOut+len(*bp)*copies > ampFactor*c.ampIn {
+			// Over the budget: the datagram is lost to the layer, which
+			// resends it once the peer has sent more.
+			datagramBuffers.Put(bp)
+			if c.cfg.amplification != nil {
+				c.cfg.amplification.Add(1)
+			}
+			return
+		}
+		c.ampOut += len(*bp) * copies
+	}
+	if c.out == nil {
+		c.out = outboxes.Get().(*outbox)
+	}
+	c.out.add(bp, copies)
+	c.lastSent = now
 }
 
 // arm sets the timer to the earliest deadline. A timer that would fire
@@ -124,11 +130,6 @@ func (c *Conn) handshakeDeadline() time.Time {
 	return c.ctl.created.Add(c.cfg.timeout)
 }
 
-// readFull reports whether the read queue is at its bound.
-func (c *Conn) readFull() bool {
-	return len(c.readQ)-c.readHead >= c.maxReadQ || c.readBytes >= c.maxReadB
-}
-
 // handle processes one datagram from the peer.
 func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
@@ -140,34 +141,22 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	if c.amp {
 		c.ampIn += len(b)
 	}
-	if b[0]&(wire.FlagACK|wire.FlagNACK) == 0 && c.readFull() {
-		// Flow control: nobody reads, so refuse data without
-		// acknowledging it. The peer resends it later, backing off.
-		c.deferred++
-		return
-	}
 	before := c.layer.Buffered()
 	if err := c.layer.HandleDatagram(now, b); err != nil {
-		c.drop()
-		if c.errLog < 3 {
-			c.errLog++
-			c.cfg.log.Debug().Err(err).Msg("drop datagram")
+		if errors.Is(err, reliability.ErrHeldFull) {
+			// Flow control: nobody reads, so data is refused without being
+			// acknowledged; the layer asks for it again once the reader
+			// takes what it holds.
+			c.deferred++
+		} else {
+			c.drop()
+			if c.errLog < 3 {
+				c.errLog++
+				c.cfg.log.Debug().Err(err).Msg("drop datagram")
+			}
 		}
 	}
-	if c.justEstablished {
-		c.justEstablished = false
-		c.establish()
-	}
-	if c.peerClosed {
-		// The datagram that carried DisconnectionNotification is in the
-		// ACK set by now: acknowledge it in this pass, so the peer's Close
-		// returns without waiting for a resend.
-		c.flushFinal(now)
-		c.lingering = true
-		c.finish(closedBy(ErrPeerClosed))
-		return
-	}
-	if c.state == stateClosed {
+	if c.afterDeliver(now) {
 		return
 	}
 	if c.layer.Buffered() < before {
@@ -190,6 +179,25 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	c.arm(now)
 }
 
+// afterDeliver acts on what the layer delivered in this pass, once the
+// datagrams that carried it are in the ACK set, and reports whether the
+// connection is closed.
+func (c *Conn) afterDeliver(now time.Time) bool {
+	if c.justEstablished {
+		c.justEstablished = false
+		c.establish()
+	}
+	if c.peerClosed {
+		// The datagram that carried DisconnectionNotification is in the
+		// ACK set by now: acknowledge it in this pass, so the peer's Close
+		// returns without waiting for a resend.
+		c.flushFinal(now)
+		c.lingering = true
+		c.finish(closedBy(ErrPeerClosed))
+	}
+	return c.state == stateClosed
+}
+
 // notifyPeer queues DisconnectionNotification, reliable and ordered behind
 // everything written before it.
 func (c *Conn) notifyPeer(now time.Time) {
@@ -198,11 +206,12 @@ func (c *Conn) notifyPeer(now time.Time) {
 }
 
 // deliver receives every message the layer delivers, in order, with c.mu
-// held. The control protocol answers its messages; the rest is queued for
-// Read.
-func (c *Conn) deliver(msg []byte) {
+// held, and reports whether it keeps it for Read (which then counts against
+// the layer's delivery budget until ReadPacket takes it). The control
+// protocol answers its messages.
+func (c *Conn) deliver(msg []byte) bool {
 	if c.state == stateClosed || c.peerClosed {
-		return
+		return false
 	}
 	now := c.lastRecv
 	ev, replies := c.ctl.handle(msg, now)
@@ -221,21 +230,22 @@ func (c *Conn) deliver(msg []byte) {
 		c.peerClosed = true
 	case evData:
 		if c.state == stateClosing {
-			return
+			return false
 		}
 		if !c.ctl.established() {
 			// No game data is held for a connection that has not
 			// completed its handshake: it is not yet anyone's.
 			c.drop()
-			return
+			return false
 		}
 		c.readQ = append(c.readQ, append([]byte(nil), msg...))
-		c.readBytes += len(msg)
 		wake(&c.readWait)
+		return true
 	}
 	if c.ctl.latency > 0 {
 		c.latency.Store(int64(c.ctl.latency))
 	}
+	return false
 }
 
 // sendControl queues a control message; Send copies it.

@@ -66,8 +66,18 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 					c.readQ = nil
 				}
 			}
-			c.readBytes -= len(p)
-			c.mu.Unlock()
+			if c.state != stateClosed {
+				// The room p took in the delivery budget is free again:
+				// the layer may deliver what waited for it and asks for
+				// what it refused.
+				now := time.Now()
+				c.layer.Consumed(now, len(p))
+				if !c.afterDeliver(now) {
+					c.flush(now)
+					c.arm(now)
+				}
+			}
+			c.unlock()
 			return p, nil
 		}
 		if c.state == stateClosed || c.state == stateClosing {

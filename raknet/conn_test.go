@@ -464,38 +464,62 @@ func TestOrderingPerChannel(t *testing.T) {
 // When nobody reads, the read queue stops at its bound: datagrams are
 // refused unacknowledged until the reader catches up, then every message
 // arrives in order.
+// The messages waiting for ReadPacket never exceed the read queue's
+// bounds, in messages or in bytes, however fast the peer sends, and none
+// is lost: what does not fit waits in the layer or is refused and asked
+// for again.
 func TestReadQueueBackpressure(t *testing.T) {
-	const queue = 16
-	l := listenTest(t, ListenConfig{limits: limits{readQueue: queue}})
-	client, server := dialTest(t, Dialer{}, l)
-	const count = 200
-	go func() {
-		for i := range count {
-			if _, err := client.Write([]byte{0xfe, byte(i)}); err != nil {
-				return
+	for _, tc := range []struct {
+		name          string
+		lim           limits
+		size          int
+		maxN, maxSize int
+	}{
+		{"messages", limits{readQueue: 16}, 2, 16, 0},
+		{"bytes", limits{readQueueBytes: 10 << 10}, 1000, 0, 10 << 10},
+		{"split messages, bytes", limits{readQueueBytes: 64 << 10}, 20_000, 0, 64 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listenTest(t, ListenConfig{limits: tc.lim})
+			client, server := dialTest(t, Dialer{}, l)
+			const count = 200
+			go func() {
+				for i := range count {
+					b := make([]byte, tc.size)
+					b[0], b[1] = 0xfe, byte(i)
+					if _, err := client.Write(b); err != nil {
+						return
+					}
+				}
+			}()
+			// Sample the queue while the writer runs and nobody reads.
+			peak, peakBytes := 0, 0
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				server.mu.Lock()
+				n, bytes := len(server.readQ)-server.readHead, 0
+				for _, p := range server.readQ[server.readHead:] {
+					bytes += len(p)
+				}
+				server.mu.Unlock()
+				peak, peakBytes = max(peak, n), max(peakBytes, bytes)
+				time.Sleep(time.Millisecond)
 			}
-			if i%10 == 9 {
-				time.Sleep(time.Millisecond) // spread over datagrams
+			if tc.maxN > 0 && peak != tc.maxN {
+				t.Errorf("read queue peaked at %d messages, want exactly the bound %d", peak, tc.maxN)
 			}
-		}
-	}()
-	if !waitFor(2*time.Second, func() bool { return server.Stats().Deferred > 0 }) {
-		t.Fatal("no datagram deferred with a full read queue")
+			if tc.maxSize > 0 && (peakBytes > tc.maxSize || peakBytes < tc.maxSize-tc.size) {
+				t.Errorf("read queue peaked at %d bytes, want at most the bound %d and within a message of it", peakBytes, tc.maxSize)
+			}
+			_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for i := range count {
+				got, err := server.ReadPacket()
+				if err != nil || len(got) != tc.size || got[1] != byte(i) {
+					t.Fatalf("message %d: got %d bytes % x, %v", i, len(got), got[:min(len(got), 2)], err)
+				}
+			}
+		})
 	}
-	server.mu.Lock()
-	queued := len(server.readQ) - server.readHead
-	server.mu.Unlock()
-	if queued > 4*queue {
-		t.Errorf("read queue: got %d messages, want about %d", queued, queue)
-	}
-	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for i := range count {
-		got, err := server.ReadPacket()
-		if err != nil || got[1] != byte(i) {
-			t.Fatalf("message %d: got %x, %v", i, got, err)
-		}
-	}
-	t.Logf("server: %+v", server.Stats())
 }
 
 // Many connections, then every end closed: no goroutine, timer or

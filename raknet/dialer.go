@@ -117,6 +117,10 @@ func (d Dialer) PingPong(ctx context.Context, address string) (Pong, error) {
 		if err == nil {
 			err = ctx.Err()
 		}
+		if err == nil {
+			// discover stops at the deadline, maybe before ctx's timer.
+			err = context.DeadlineExceeded
+		}
 		return Pong{}, &net.OpError{Op: "ping", Net: "raknet", Source: ep.local, Addr: net.UDPAddrFromAddrPort(ap), Err: err}
 	}
 	return pongs[0], nil

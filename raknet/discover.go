@@ -156,7 +156,7 @@ func discover(ctx context.Context, ep *endpoint, targets []netip.AddrPort, guid 
 	send := func() error {
 		lastSent = time.Since(start)
 		ping := wire.UnconnectedPing{Time: lastSent.Milliseconds(), ClientGUID: guid}
-		var b [wire.UnconnectedPingSize]byte
+		var b [64]byte
 		var errs []error
 		for _, t := range targets {
 			if err := ep.write(ping.Append(b[:0]), t); err != nil {

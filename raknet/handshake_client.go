@@ -1,6 +1,8 @@
 package raknet
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -95,12 +97,24 @@ func (h *initiator) poll(dst []byte, now time.Time) ([]byte, time.Time) {
 func (h *initiator) failure(err error) error {
 	switch h.phase {
 	case phaseProbe:
-		return fmt.Errorf("no reply to OPEN_CONNECTION_REQUEST_1: %w", err)
+		return &handshakeError{"no reply to OPEN_CONNECTION_REQUEST_1", err}
 	case phaseRequest2:
-		return fmt.Errorf("no reply to OPEN_CONNECTION_REQUEST_2: %w", err)
+		return &handshakeError{"no reply to OPEN_CONNECTION_REQUEST_2", err}
 	}
 	return err
 }
+
+// handshakeError says which step of a dial went unanswered until its
+// context ended. Like the context's error it wraps, it is a timeout when
+// the deadline passed, so net.Error's Timeout reports it.
+type handshakeError struct {
+	msg string
+	err error
+}
+
+func (e *handshakeError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }
+func (e *handshakeError) Timeout() bool { return errors.Is(e.err, context.DeadlineExceeded) }
 
 // handle takes an offline datagram from the server at now. done reports
 // that Reply2 arrived: the MTU is final. A refusal or an incompatible

@@ -36,12 +36,13 @@ var (
 	errRefuseSplitCount = fmt.Errorf("handle datagram: %w", errSplitCount)
 	errRefuseSplitConc  = fmt.Errorf("handle datagram: %w", errSplitConc)
 	errRefuseSplitBytes = fmt.Errorf("handle datagram: %w", errSplitBytes)
-	errRefuseHeld       = fmt.Errorf("handle datagram: %w", errHeldFull)
+	errRefuseHeld       = fmt.Errorf("handle datagram: %w", ErrHeldFull)
 )
 
-// errHeldFull refuses a message that would be delivered while the
-// messages held for the application are at their bound.
-var errHeldFull = errors.New("messages held for the application at their limit")
+// ErrHeldFull refuses a message that would be delivered while the
+// messages held for the application are at their bound: backpressure on a
+// reader that does not keep up, not a fault of the peer.
+var ErrHeldFull = errors.New("messages held for the application at their limit")
 
 // refusal is a datagram refused for a receive limit that frees up.
 type refusal struct {

@@ -122,7 +122,7 @@ func TestPullHeldRefusals(t *testing.T) {
 		mustHandle(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})))
 	}
 	for i := uint32(2); i < 6; i++ {
-		handleRefused(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})), errHeldFull)
+		handleRefused(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})), ErrHeldFull)
 	}
 	if b.adm.timed != 0 || b.waiting() {
 		t.Errorf("held refusals: got %d timed, waiting %v, want 0, false", b.adm.timed, b.waiting())

@@ -261,13 +261,13 @@ func TestHeldOversizeMessage(t *testing.T) {
 	if len(b.queue) != 1 {
 		t.Fatalf("held after an oversize message: got %d, want 1", len(b.queue))
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(1, big(1)), errHeldFull)
+	handleRefused(t, b.Layer, t0, dataDatagram(1, big(1)), ErrHeldFull)
 	if len(b.got) != 1 {
 		t.Fatalf("delivered: got %d, want 1", len(b.got))
 	}
 	// A split one larger than the limit waits the same way.
 	mustHandle(t, b.Layer, t0, dataDatagram(2, splitFrame(2, 5, 2, 0, make([]byte, 900))))
-	handleRefused(t, b.Layer, t0, dataDatagram(3, splitFrame(3, 5, 2, 1, make([]byte, 900))), errHeldFull)
+	handleRefused(t, b.Layer, t0, dataDatagram(3, splitFrame(3, 5, 2, 1, make([]byte, 900))), ErrHeldFull)
 	// Nothing is pulled while the reader holds the room (a probe for
 	// numbers not yet used may go out: the split message waits).
 	now := t0.Add(time.Second)

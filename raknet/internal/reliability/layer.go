@@ -314,3 +314,16 @@ func (l *Layer) NextDeadline(now time.Time) time.Time {
 	}
 	return d.t
 }
+
+// AppendFinal appends to b a datagram carrying msg unreliably, whatever
+// the congestion window, the pacer and the queues allow: the goodbye of a
+// connection that gives up, which nothing will resend and which must not
+// wait behind data the peer never acknowledged. Nothing is to be sent
+// after it.
+func (l *Layer) AppendFinal(b, msg []byte) []byte {
+	n, s := l.sent.hist.add()
+	s.inFlight, s.frames = false, s.frames[:0]
+	h := wire.DatagramHeader{Flags: wire.FlagValid | wire.FlagNeedsBAndAS, Number: u24(n)}
+	f := wire.Frame{Reliability: wire.Unreliable, Payload: msg}
+	return l.countSent(f.Append(h.Append(b)))
+}

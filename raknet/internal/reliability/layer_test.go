@@ -212,3 +212,22 @@ func BenchmarkCleanPath(b *testing.B) {
 		})
 	}
 }
+
+// AppendFinal sends its message at once, though the window is full of
+// unacknowledged data, and the peer delivers it.
+func TestAppendFinalBypassesWindow(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	for i := range 200 {
+		mustSend(t, p.Layer, t0, make([]byte, 1000), wire.ReliableOrdered, uint8(i%2))
+	}
+	drain(p.Layer, t0)
+	if d := p.AppendDatagram(nil, t0); d != nil {
+		t.Fatal("the window is not full")
+	}
+	d := p.AppendFinal(nil, []byte{0x15})
+	peer := newTestPeer(t, Config{})
+	mustHandle(t, peer.Layer, t0, d)
+	if len(peer.got) != 1 || peer.got[0][0] != 0x15 {
+		t.Errorf("peer got %x, want the final message", peer.got)
+	}
+}

@@ -200,8 +200,18 @@ func (q *sendQueue) release(f *outFrame) {
 	}
 }
 
-// hasData reports whether frames wait to be sent.
-func (q *sendQueue) hasData() bool { return q.resend.len() > 0 || q.pending.len() > 0 }
+// hasData reports whether frames wait to be sent. Resend entries of
+// frames acknowledged meanwhile (a late ACK) are dropped from the head
+// first, so they never make an empty datagram.
+func (q *sendQueue) hasData() bool {
+	for q.resend.len() > 0 {
+		if ref, _ := q.resend.peek(); ref.live() {
+			break
+		}
+		q.resend.pop()
+	}
+	return q.resend.len() > 0 || q.pending.len() > 0
+}
 
 // canSendNew reports whether the head of the pending queue may be sent:
 // a new reliable frame needs room in the reliable window, the first

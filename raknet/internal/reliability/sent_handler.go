@@ -34,24 +34,38 @@ func (h *sentHandler) sent(s *sentDatagram, size int, now time.Time) {
 // onAck processes an ACK or NACK.
 func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
 	hist := &h.hist
-	if hist.oldest == hist.next {
-		return
+	if hist.next == hist.lateFloor() {
+		return // nothing sent
 	}
 	ref := hist.next - 1
 	var largest uint64
 	var newest, oldest time.Duration
 	sampled := false
+	floor := hist.lateFloor()
 	for _, r := range a.Ranges {
 		lo := unwrap(ref, r.Start)
-		hi := lo + uint64(r.Len()) - 1
-		lo, hi = max(lo, hist.oldest), min(hi, hist.next-1)
+		hi := min(lo+uint64(r.Len())-1, hist.next-1)
+		if !a.NACK {
+			// Datagrams that left the window as lost may be acknowledged
+			// after all.
+			for n := max(lo, floor); n < hist.oldest && n <= hi; n++ {
+				if s := hist.slot(n); s.num == n && s.late {
+					h.ackLate(s, q)
+				}
+			}
+		}
+		lo = max(lo, hist.oldest)
 		for n := lo; n <= hi && lo <= hi; n++ {
 			s := hist.slot(n)
 			if !s.inFlight {
+				if s.late && !a.NACK {
+					h.ackLate(s, q)
+				}
 				continue
 			}
 			if a.NACK {
 				h.lose(n, s, now, true, q)
+				s.frames = s.frames[:0]
 				continue
 			}
 			if !s.retrans {
@@ -91,6 +105,7 @@ func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
 				break // numbered in send order: the rest are younger
 			}
 			h.lose(n, s, now, true, q)
+			s.late = true
 		}
 	}
 	hist.advance()
@@ -115,6 +130,7 @@ func (h *sentHandler) onTimers(now time.Time, q *sendQueue) {
 			break
 		}
 		h.lose(n, s, now, false, q)
+		s.late = true
 		timedOut = true
 	}
 	if timedOut {
@@ -135,6 +151,9 @@ func (h *sentHandler) rtoDeadline() time.Time {
 
 // lose handles datagram n as lost: its reliable frames that are still
 // carried by it go to the resend queue, unreliable receipts report loss.
+//
+// Its frames stay listed for a late ACK (see sentDatagram.late) unless the
+// caller clears them: a NACK says the datagram did not arrive.
 func (h *sentHandler) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent bool, q *sendQueue) {
 	h.lost++
 	for _, ref := range s.frames {
@@ -143,13 +162,27 @@ func (h *sentHandler) lose(n uint64, s *sentDatagram, now time.Time, congestionE
 		}
 		q.lost(ref)
 	}
-	s.frames = s.frames[:0]
 	s.inFlight = false
 	if congestionEvent {
 		h.cc.onLost(s.size, s.sentAt, now)
 	} else {
 		h.cc.onTimedOut(s.size)
 	}
+}
+
+// ackLate handles an ACK of datagram s that was deemed lost: its frames
+// are acknowledged wherever they are now (queued for resend, or in flight
+// again, whose copy is then ignored), and the RTO backoff ends. The bytes
+// already left the congestion window when it was deemed lost.
+func (h *sentHandler) ackLate(s *sentDatagram, q *sendQueue) {
+	h.rtt.backoff = 0
+	for _, ref := range s.frames {
+		if ref.live() {
+			q.acked(ref.f)
+		}
+	}
+	s.frames = s.frames[:0]
+	s.late = false
 }
 
 // ack handles datagram s as delivered.

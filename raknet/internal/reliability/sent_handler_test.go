@@ -387,3 +387,56 @@ func TestSentHandler(t *testing.T) {
 		t.Errorf("after the RTO: got %d to resend, %d lost, backoff %d, %d in flight, want 1, 2, 1, 0", q.resend.len(), h.lost, h.rtt.backoff, h.cc.inFlight)
 	}
 }
+
+// A datagram deemed lost by its timeout that is acknowledged after all
+// acknowledges its frames, though they were resent in another datagram:
+// a spurious timeout costs no second round trip.
+func TestLateAckOfTimedOutDatagram(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		resend bool // the resend left before the late ACK
+	}{
+		{"resent", true},
+		{"queued for resend", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPeer(t, Config{})
+			mustSend(t, p.Layer, t0, []byte("last"), wire.ReliableOrdered, 0)
+			first := drain(p.Layer, t0)
+			if len(first) != 1 {
+				t.Fatalf("got %d datagrams, want 1", len(first))
+			}
+			n0, _ := decodeData(t, first[0])
+			later := p.NextDeadline(t0)
+			if !tc.resend {
+				p.onTimers(later)
+			} else if again := drain(p.Layer, later); len(again) != 1 {
+				t.Fatalf("after the RTO: got %d datagrams, want the resend", len(again))
+			}
+			if p.Buffered() == 0 {
+				t.Fatal("nothing buffered after the timeout")
+			}
+			mustHandle(t, p.Layer, later.Add(ms(1)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
+			if b := p.Buffered(); b != 0 {
+				t.Errorf("after the late ACK: %d bytes buffered, want 0", b)
+			}
+			if d := drain(p.Layer, later.Add(ms(2))); len(d) != 0 {
+				t.Errorf("after the late ACK: %d datagrams sent, want none (nothing to resend)", len(d))
+			}
+		})
+	}
+}
+
+// A NACKed datagram's frames are not acknowledged by a later ACK of its
+// number: the peer said it did not arrive.
+func TestNackedDatagramNotAckedLate(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	mustSend(t, p.Layer, t0, []byte("x"), wire.ReliableOrdered, 0)
+	d := drain(p.Layer, t0)
+	n0, _ := decodeData(t, d[0])
+	mustHandle(t, p.Layer, t0.Add(ms(5)), ackDatagram(true, wire.AckRange{Start: n0, End: n0}))
+	mustHandle(t, p.Layer, t0.Add(ms(6)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
+	if p.Buffered() == 0 {
+		t.Error("a NACKed datagram's ACK acknowledged its frame")
+	}
+}

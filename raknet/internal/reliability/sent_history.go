@@ -4,8 +4,14 @@ import "time"
 
 // sentDatagram is a slot of the in-flight ring.
 type sentDatagram struct {
+	num      uint64 // the datagram number the slot holds
 	inFlight bool
 	retrans  bool // carries resent frames: no RTT sample (Karn's rule)
+	// late is set once the datagram was deemed lost by a timeout or a
+	// later ACK and its frames queued for resend: they stay listed, so an
+	// ACK of this datagram arriving after all (the loss was spurious)
+	// still acknowledges them wherever they are now.
+	late bool
 	size     int
 	sentAt   time.Time
 	frames   []frameRef // frames that wait for its acknowledgement
@@ -38,7 +44,18 @@ func (h *sentHistory) add() (uint64, *sentDatagram) {
 	}
 	n := h.next
 	h.next++
-	return n, h.slot(n)
+	s := h.slot(n)
+	s.num, s.late = n, false
+	return n, s
+}
+
+// lateFloor returns the oldest number whose slot may still hold a late
+// datagram: older slots are reused by newer numbers.
+func (h *sentHistory) lateFloor() uint64 {
+	if n := uint64(len(h.ring)); h.next > n {
+		return h.next - n
+	}
+	return 0
 }
 
 // grow doubles the ring, keeping slots at their numbers.
