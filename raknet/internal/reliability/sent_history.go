@@ -11,10 +11,10 @@ type sentDatagram struct {
 	// later ACK and its frames queued for resend: they stay listed, so an
 	// ACK of this datagram arriving after all (the loss was spurious)
 	// still acknowledges them wherever they are now.
-	late bool
-	size     int
-	sentAt   time.Time
-	frames   []frameRef // frames that wait for its acknowledgement
+	late   bool
+	size   int
+	sentAt time.Time
+	frames []frameRef // frames that wait for its acknowledgement
 }
 
 // sentHistory is the ring of data datagrams sent, indexed by absolute
