@@ -7,15 +7,13 @@ import (
 
 // Loopback address plan. Every 127.0.0.0/8 address is local on Linux, so
 // one machine plays thousands of hosts. Spoofed sources come from
-// SpoofRange only; honest clients use 127.0.0.1 or HonestAddr, outside
-// it, so no reply to an honest client is ever counted as a reply to a
-// spoofed source.
+// SpoofRange only; clients that really connect, honest or not, use
+// 127.0.0.1 or ClientAddr, outside it, so no reply to them is ever
+// counted as a reply to a spoofed source.
 var (
 	// SpoofRange holds every address Sources returns: 127.64.0.0 to
 	// 127.127.255.255.
 	SpoofRange = netip.MustParsePrefix("127.64.0.0/10")
-	// honestRange holds the addresses HonestAddr returns.
-	honestRange = netip.MustParsePrefix("127.200.0.0/16")
 	// loopback is where every packet of this package goes.
 	loopback = netip.MustParsePrefix("127.0.0.0/8")
 )
@@ -44,9 +42,10 @@ func Sources(n, prefixes int) []netip.Addr {
 	return out
 }
 
-// HonestAddr returns the i-th address (from 0) for honest clients: in
-// 127.200.0.0/16, outside SpoofRange and distinct from 127.0.0.1.
-func HonestAddr(i int) netip.Addr {
+// ClientAddr returns the i-th address (from 0) for clients that really
+// connect: in 127.200.0.0/16, outside SpoofRange and distinct from
+// 127.0.0.1.
+func ClientAddr(i int) netip.Addr {
 	if i < 0 || i >= 1<<16-2 {
 		panic(fmt.Sprintf("attack: honest address %d out of range", i))
 	}

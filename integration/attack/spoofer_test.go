@@ -178,7 +178,7 @@ func TestSources(t *testing.T) {
 			t.Errorf("Sources(%d, %d): got %d addresses in %d /24s, want %d in %d", tc.n, tc.prefixes, len(got), len(prefixes), tc.n, tc.wantPrefixes)
 		}
 	}
-	if a := HonestAddr(0); SpoofRange.Contains(a) || a == netip.MustParseAddr("127.0.0.1") {
-		t.Errorf("HonestAddr(0): got %v, want one outside %v and not 127.0.0.1", a, SpoofRange)
+	if a := ClientAddr(0); SpoofRange.Contains(a) || a == netip.MustParseAddr("127.0.0.1") {
+		t.Errorf("ClientAddr(0): got %v, want one outside %v and not 127.0.0.1", a, SpoofRange)
 	}
 }
