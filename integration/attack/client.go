@@ -112,6 +112,10 @@ type Client struct {
 	// a number more than once, and each counts once.
 	ackedBit, doneBit [1 << 10]uint64
 	resolved          int // numbers in doneBit
+	// writtenOff is the in-flight count when the last window stalled.
+	writtenOff int
+
+	stalls atomic.Int32 // windows in a row that went unacknowledged
 }
 
 // Open binds a Client's socket and starts its reader without any
@@ -372,16 +376,36 @@ func (c *Client) sendLocked(frames ...Frame) uint32 {
 func (c *Client) inFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return min(c.stats.DataSent, 1<<16) - c.resolved
+	return max(0, min(c.stats.DataSent, 1<<16)-c.resolved-c.writtenOff)
 }
 
-// pace waits until fewer than window data datagrams are in flight, for
-// at most stallTimeout without progress.
+// ErrUnacknowledged ends a flood of data datagrams whose last windows the
+// listener did not acknowledge: it refuses what the attack sends (a
+// budget applying backpressure), so sending more would only be dropped.
+var ErrUnacknowledged = errors.New("attack: the listener stopped acknowledging")
+
+// maxStalls is how many windows in a row may go unacknowledged before a
+// flood gives up with ErrUnacknowledged.
+const maxStalls = 3
+
+// pace waits until fewer than window data datagrams are in flight. A
+// full window during which nothing new is acknowledged for stallTimeout
+// (NACKs do not count: a listener refusing datagrams NACKs them to ask for
+// them again later) is written off; after maxStalls such windows in a row
+// it returns ErrUnacknowledged.
 func (c *Client) pace(ctx context.Context, window int) error {
-	last, since := c.inFlight(), time.Now()
+	acked := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.stats.Acked
+	}
+	last, since := acked(), time.Now()
 	for {
-		n := c.inFlight()
-		if n < window {
+		if a := acked(); a != last {
+			last, since = a, time.Now()
+			c.stalls.Store(0)
+		}
+		if c.inFlight() < window {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -392,13 +416,23 @@ func (c *Client) pace(ctx context.Context, window int) error {
 			return net.ErrClosed
 		default:
 		}
-		if n < last {
-			last, since = n, time.Now()
-		} else if time.Since(since) > stallTimeout {
+		if time.Since(since) > stallTimeout {
+			if c.stalls.Add(1) >= maxStalls {
+				return ErrUnacknowledged
+			}
+			c.writeOff()
 			return nil
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// writeOff counts every datagram in flight as lost, so pacing starts a
+// new window.
+func (c *Client) writeOff() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writtenOff = min(c.stats.DataSent, 1<<16) - c.resolved
 }
 
 // Abandon closes the socket without a word, as a crashed or restarted

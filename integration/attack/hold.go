@@ -21,7 +21,8 @@ const (
 // sends every fragment but the last, so none ever completes and the
 // listener holds all of them until its reassembly timeout. Fragments are
 // Reliable (not ordered), each as large as a datagram carries, paced by
-// DefaultWindow. It returns what it sent, bounded by MaxHoldBytes.
+// DefaultWindow. It returns what it sent, bounded by MaxHoldBytes, and
+// ErrUnacknowledged if the listener stopped acknowledging.
 func (c *Client) OpenSplits(ctx context.Context, messages, parts int) (Counts, error) {
 	var sent Counts
 	payload := make([]byte, c.MaxPayload(Reliable, true))
@@ -57,6 +58,7 @@ func (c *Client) OpenSplits(ctx context.Context, messages, parts int) (Counts, e
 // next, so none can be delivered and the listener queues them all. The
 // expected message is never sent. Each message is as large as a datagram
 // carries; sending is paced by DefaultWindow and bounded by MaxHoldBytes.
+// It returns ErrUnacknowledged if the listener stopped acknowledging.
 func (c *Client) OrderedAhead(ctx context.Context, messages, gap int) (Counts, error) {
 	var sent Counts
 	gap = max(gap, 1)
