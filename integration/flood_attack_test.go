@@ -286,7 +286,7 @@ func TestFloodJunkKeepsEchoing(t *testing.T) {
 // connection times out, and the new one then connects.
 func TestFloodRestartedClientRecoversSlot(t *testing.T) {
 	const timeout = time.Second
-	l := listen(t, raknet.ListenConfig{Timeout: timeout, MaxConnections: serverConnections}, "127.0.0.1:0")
+	l := listen(t, raknet.ListenConfig{Timeout: timeout, MaxConnections: serverConnections, CloseTimeout: closeTimeout}, "127.0.0.1:0")
 	addr := addrPort(l.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -375,7 +375,7 @@ func TestFloodNoEviction(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l := listen(t, raknet.ListenConfig{}, "127.0.0.1:0")
+			l := listen(t, raknet.ListenConfig{CloseTimeout: closeTimeout}, "127.0.0.1:0")
 			addr := addrPort(l.Addr())
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

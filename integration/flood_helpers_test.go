@@ -30,6 +30,10 @@ const (
 	// serverConnections is MaxConnections of a server for 20 players
 	// (max_players plus 10%, at least 4 more).
 	serverConnections = 24
+	// closeTimeout is the listeners' CloseTimeout: attackers vanish
+	// without acknowledging anything, and a test's cleanup should not wait
+	// the default 3 s for each of them.
+	closeTimeout = 100 * time.Millisecond
 )
 
 // addrPort returns a socket address as a netip.AddrPort.
@@ -39,9 +43,13 @@ func addrPort(a net.Addr) netip.AddrPort {
 }
 
 // echoListener starts a listener on 127.0.0.1 that echoes every message
-// of every connection it accepts. Everything stops when the test ends.
+// of every connection it accepts. Everything stops when the test ends. A
+// zero CloseTimeout becomes closeTimeout.
 func echoListener(t *testing.T, lc raknet.ListenConfig) (*raknet.Listener, netip.AddrPort) {
 	t.Helper()
+	if lc.CloseTimeout == 0 {
+		lc.CloseTimeout = closeTimeout
+	}
 	l := listen(t, lc, "127.0.0.1:0")
 	var wg sync.WaitGroup
 	wg.Go(func() {

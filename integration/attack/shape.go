@@ -115,16 +115,9 @@ func Junk(maxSize int) Shape {
 	maxSize = max(maxSize, 1)
 	return func(b []byte, _, _ netip.AddrPort, n int, rng *rand.Rand) []byte {
 		if n%2 == 0 {
-			size := 1 + rng.IntN(maxSize)
-			for range size {
-				b = append(b, byte(rng.Uint32()))
-			}
-			return b
+			return appendRandom(b, 1+rng.IntN(maxSize), rng)
 		}
-		p := make([]byte, 1+rng.IntN(max(1, min(maxSize-datagramHeaderSize-frameHeaderSize(ReliableOrdered, false), maxFramePayload))))
-		for i := range p {
-			p[i] = byte(rng.Uint32())
-		}
+		p := appendRandom(nil, 1+rng.IntN(max(1, min(maxSize-datagramHeaderSize-frameHeaderSize(ReliableOrdered, false), maxFramePayload))), rng)
 		f := Frame{Reliability: ReliableOrdered, ReliableIndex: rng.Uint32() & 0xffffff, OrderIndex: rng.Uint32() & 0xffffff, Payload: p}
 		return AppendDatagram(b, rng.Uint32()&0xffffff, f)
 	}
@@ -140,12 +133,8 @@ const MaxUDPPayload = 65507
 func Big(size int) Shape {
 	size = min(max(size, datagramHeaderSize), MaxUDPPayload)
 	return func(b []byte, _, _ netip.AddrPort, n int, rng *rand.Rand) []byte {
-		start := len(b)
 		b = appendU24(append(b, dataFlags), uint32(n))
-		for len(b)-start < size {
-			b = binary.LittleEndian.AppendUint64(b, rng.Uint64())
-		}
-		return b[:start+size]
+		return appendRandom(b, size-datagramHeaderSize, rng)
 	}
 }
 
@@ -157,4 +146,13 @@ func Seq(shapes ...Shape) Shape {
 	return func(b []byte, src, target netip.AddrPort, n int, rng *rand.Rand) []byte {
 		return shapes[n%len(shapes)](b, src, target, n/len(shapes), rng)
 	}
+}
+
+// appendRandom appends n random bytes.
+func appendRandom(b []byte, n int, rng *rand.Rand) []byte {
+	start := len(b)
+	for len(b)-start < n {
+		b = binary.LittleEndian.AppendUint64(b, rng.Uint64())
+	}
+	return b[:start+n]
 }

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -180,5 +181,39 @@ func TestSources(t *testing.T) {
 	}
 	if a := ClientAddr(0); SpoofRange.Contains(a) || a == netip.MustParseAddr("127.0.0.1") {
 		t.Errorf("ClientAddr(0): got %v, want one outside %v and not 127.0.0.1", a, SpoofRange)
+	}
+}
+
+func TestShapeSizes(t *testing.T) {
+	src, target := netip.MustParseAddrPort("127.64.0.1:1000"), netip.MustParseAddrPort("127.0.0.1:19132")
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		name     string
+		shape    Shape
+		min, max int
+		first    byte
+	}{
+		{"ping", Ping(), UnconnectedPingSize, UnconnectedPingSize, IDUnconnectedPing},
+		{"OCR1 18", OCR1(OCR1MinSize), 18, 18, IDOpenConnectionRequest1},
+		{"OCR1 probe", OCR1(1464), 1464, 1464, IDOpenConnectionRequest1},
+		{"OCR2", OCR2(NoCookie), 34, 34, IDOpenConnectionRequest2},
+		{"OCR2 forged", OCR2(ForgedCookie), 39, 39, IDOpenConnectionRequest2},
+		{"ConnectionRequest", ConnectionRequest(), 4 + 6 + 18, 4 + 6 + 18, dataFlags},
+		{"big", Big(MaxUDPPayload), MaxUDPPayload, MaxUDPPayload, dataFlags},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for n := range 4 {
+				b := tc.shape([]byte{0xaa}, src, target, n, rng)[1:]
+				if len(b) < tc.min || len(b) > tc.max || b[0] != tc.first {
+					t.Errorf("datagram %d: got %d bytes starting %#x, want %d to %d starting %#x", n, len(b), b[0], tc.min, tc.max, tc.first)
+				}
+			}
+		})
+	}
+	for n := range 100 {
+		if b := Junk(1400)(nil, src, target, n, rng); len(b) == 0 || len(b) > 1400 {
+			t.Errorf("junk %d: got %d bytes, want 1 to 1400", n, len(b))
+		}
 	}
 }
