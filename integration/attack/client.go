@@ -24,10 +24,6 @@ const (
 	// caller; more is dropped, as a full socket buffer would.
 	offlineQueue = 64
 	messageQueue = 1024
-	// splitHeaderSize is the header of a Reliable split frame.
-	splitHeaderSize = 3 + 3 + 10
-	// orderedHeaderSize is the header of an unsplit ReliableOrdered frame.
-	orderedHeaderSize = 3 + 3 + 4
 	// DefaultWindow is how many data datagrams a Client's floods keep
 	// unacknowledged at once: enough to fill the link, few enough that
 	// the listener's socket buffer does not overflow and drop them.
