@@ -1,0 +1,255 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/integration/attack"
+	"github.com/basaltmc/basalt/raknet"
+	goraknet "github.com/sandertv/go-raknet"
+)
+
+// Flood test parameters shared by several tests.
+const (
+	// honestJoin is how long an honest client may take to connect while a
+	// flood runs (the target).
+	honestJoin = time.Second
+	// echoTimeout is how long one echo may take before it counts as lost.
+	echoTimeout = 2 * time.Second
+	// echoSize is the size of the echo probes.
+	echoSize = 64
+	// serverConnections is MaxConnections of a server for 20 players
+	// (max_players plus 10%, at least 4 more).
+	serverConnections = 24
+	// closeTimeout is the listeners' CloseTimeout: attackers vanish
+	// without acknowledging anything, and a test's cleanup should not wait
+	// the default 3 s for each of them.
+	closeTimeout = 100 * time.Millisecond
+)
+
+// addrPort returns a socket address as a netip.AddrPort.
+func addrPort(a net.Addr) netip.AddrPort {
+	ap := a.(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// echoListener starts a listener on 127.0.0.1 that echoes every message
+// of every connection it accepts. Everything stops when the test ends. A
+// zero CloseTimeout becomes closeTimeout.
+func echoListener(t *testing.T, lc raknet.ListenConfig) (*raknet.Listener, netip.AddrPort) {
+	t.Helper()
+	if lc.CloseTimeout == 0 {
+		lc.CloseTimeout = closeTimeout
+	}
+	l := listen(t, lc, "127.0.0.1:0")
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.AcceptConn()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				for {
+					b, err := c.ReadPacket()
+					if err != nil {
+						return
+					}
+					if _, err := c.Write(b); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	// Registered after listen's Close, so it runs first: closing the
+	// listener ends the accept loop and every echo loop.
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	return l, addrPort(l.Addr())
+}
+
+// echoProbe measures an honest client's round trips: it writes numbered
+// messages and reads their echoes on a goroutine of its own, since a
+// go-raknet connection has no read deadline.
+type echoProbe struct {
+	c       packetConn
+	replies chan uint32
+	next    uint32
+}
+
+func newEchoProbe(t *testing.T, c packetConn) *echoProbe {
+	t.Helper()
+	p := &echoProbe{c: c, replies: make(chan uint32, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			b, err := c.ReadPacket()
+			if err != nil {
+				return
+			}
+			if len(b) >= 5 {
+				select {
+				case p.replies <- binary.BigEndian.Uint32(b[1:]):
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = c.Close(); <-done })
+	return p
+}
+
+// echoResult is what a run of echoes measured.
+type echoResult struct {
+	rtts []time.Duration // of the echoes that came back, sorted
+	lost int
+}
+
+func (r echoResult) quantile(q float64) time.Duration {
+	if len(r.rtts) == 0 {
+		return 0
+	}
+	return r.rtts[min(len(r.rtts)-1, int(q*float64(len(r.rtts))))]
+}
+
+func (r echoResult) String() string {
+	return fmt.Sprintf("%d echoes, %d lost, p50 %v, p99 %v, max %v", len(r.rtts)+r.lost, r.lost,
+		r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond), r.quantile(1).Round(10*time.Microsecond))
+}
+
+// run sends n echoes, one every interval, each waited for up to
+// echoTimeout, and stops early when stop is closed (nil: never).
+func (p *echoProbe) run(n int, interval time.Duration, stop <-chan struct{}) echoResult {
+	var r echoResult
+	for range n {
+		select {
+		case <-stop:
+			return r.sorted()
+		default:
+		}
+		i := p.next
+		p.next++
+		start := time.Now()
+		if _, err := p.c.Write(message(i, echoSize)); err != nil {
+			r.lost++
+			continue
+		}
+		deadline := time.After(echoTimeout)
+	wait:
+		for {
+			select {
+			case got := <-p.replies:
+				if got == i {
+					r.rtts = append(r.rtts, time.Since(start))
+					break wait
+				}
+			case <-deadline:
+				r.lost++
+				break wait
+			}
+		}
+		time.Sleep(interval)
+	}
+	return r.sorted()
+}
+
+func (r echoResult) sorted() echoResult { slices.Sort(r.rtts); return r }
+
+// goDialTimed dials addr with go-raknet within timeout and reports how
+// long it took.
+func goDialTimed(addr netip.AddrPort, timeout time.Duration) (*goraknet.Conn, time.Duration, error) {
+	start := time.Now()
+	c, err := goraknet.Dialer{}.DialTimeout(addr.String(), timeout)
+	return c, time.Since(start), err
+}
+
+// startFlood runs s on a goroutine; wait returns its report once it is
+// over (it stops by itself), and stop ends it early.
+func startFlood(t *testing.T, s attack.Spoofer) (wait func() *attack.Report, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *attack.Report, 1)
+	go func() {
+		r, err := s.Run(ctx)
+		if err != nil {
+			t.Errorf("flood: %v", err)
+		}
+		done <- r
+	}()
+	var once sync.Once
+	var r *attack.Report
+	wait = func() *attack.Report {
+		once.Do(func() { r = <-done })
+		return r
+	}
+	t.Cleanup(func() { cancel(); wait() })
+	return wait, cancel
+}
+
+// heapInUse returns the heap in use after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// setMemoryBudget sets ListenConfig.MemoryBudget, the listener's global
+// budget for what peers make it hold. It goes through reflection so the
+// tests that need the budget compile before the field exists; once it
+// does, set it directly. Without the field the test is marked failed and
+// goes on, so it still measures what an unbounded listener holds.
+func setMemoryBudget(t *testing.T, lc *raknet.ListenConfig, n int) {
+	t.Helper()
+	f := reflect.ValueOf(lc).Elem().FieldByName("MemoryBudget")
+	if !f.IsValid() || !f.CanSet() || f.Kind() != reflect.Int {
+		t.Errorf("raknet.ListenConfig has no MemoryBudget int field: no global budget bounds what peers make the listener hold")
+		return
+	}
+	f.SetInt(int64(n))
+}
+
+// dialClients dials n attack clients to server, from ClientAddr(first+i),
+// parallel at a time, and abandons them when the test ends.
+func dialClients(t *testing.T, server netip.AddrPort, n, first, parallel int) []*attack.Client {
+	t.Helper()
+	clients := make([]*attack.Client, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			clients[i], errs[i] = attack.Dial(ctx, attack.ClientConfig{Local: netip.AddrPortFrom(attack.ClientAddr(first+i), 0), Server: server})
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Abandon()
+			}
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d of %d: %v", i, n, err)
+		}
+	}
+	return clients
+}
