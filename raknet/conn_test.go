@@ -24,14 +24,6 @@ func checkOpErr(t *testing.T, err error, op string, want error) {
 	}
 }
 
-
-
-
-
-
-
-
-
 func TestWriteWith(t *testing.T) {
 	l := listenTest(t, ListenConfig{})
 	client, server := dialTest(t, Dialer{}, l)
@@ -283,7 +275,6 @@ func TestNoLeaksAfterClose(t *testing.T) {
 	}
 }
 
-
 func TestConnAddrs(t *testing.T) {
 	l := listenTest(t, ListenConfig{})
 	client, server := dialTest(t, Dialer{GUID: -99}, l)
@@ -302,8 +293,6 @@ func TestConnAddrs(t *testing.T) {
 		t.Errorf("GUIDs: got server-side %d, client-side %d, want -99 and %d", server.GUID(), client.GUID(), l.ID())
 	}
 }
-
-
 
 // TestNoGoroutinePerConnection opens connections to one listener: the
 // listener side adds no goroutine per connection, so the process grows by
