@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/reliability"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 	"github.com/rs/zerolog"
@@ -87,6 +88,25 @@ type Receipt struct {
 	Acked bool
 }
 
+// account is a connection's share of its listener's memory budget, as
+// the reliability layer charges it: refusals are counted for the listener.
+type account struct {
+	a       *guard.Account
+	refused *atomic.Uint64
+}
+
+// Reserve charges n bytes, or counts a refusal.
+func (a *account) Reserve(n int) bool {
+	if a.a.Reserve(n) {
+		return true
+	}
+	a.refused.Add(1)
+	return false
+}
+
+// Release returns n bytes.
+func (a *account) Release(n int) { a.a.Release(n) }
+
 // connPool is which of a listener's pools counts a connection.
 type connPool uint8
 
@@ -148,6 +168,9 @@ type connConfig struct {
 	// listener's total; amplification counts datagrams the 3× rule held
 	// back.
 	dropped, amplification *atomic.Uint64
+	// account is the connection's share of its listener's memory budget;
+	// nil for dialed connections and listeners without one.
+	account *account
 	// readQueue, readQueueBytes and sendBuffer override the layer's
 	// delivery budget and send buffer when positive (tests).
 	readQueue, readQueueBytes, sendBuffer int

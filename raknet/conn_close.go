@@ -19,6 +19,11 @@ func (c *Conn) finish(err error) {
 	wake(&c.readWait)
 	wake(&c.writeWait)
 	c.remove = true
+	if c.cfg.account != nil {
+		// What the connection held is no one's now: its share of the
+		// listener's budget goes back.
+		c.cfg.account.a.Close()
+	}
 }
 
 // abort closes the connection at once, telling the peer with one

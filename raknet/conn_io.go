@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/reliability"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
@@ -235,6 +236,18 @@ func (c *Conn) Latency() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.layer.RTT()
+}
+
+// Promote tells the connection that the application authenticated its
+// peer (for Bedrock, the player logged in): its share of the listener's
+// memory budget grows from the small cap of a peer not yet logged in to a
+// fair share. It is a no-op on dialed connections and on listeners
+// without a budget, and when the budget has no room for the larger share
+// (the connection keeps its small one). Safe for concurrent use.
+func (c *Conn) Promote() {
+	if c.cfg.account != nil {
+		c.cfg.account.a.SetClass(guard.ClassLoggedIn)
+	}
 }
 
 // MTU returns the negotiated MTU, IP and UDP headers included.

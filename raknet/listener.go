@@ -36,6 +36,11 @@ const (
 	// live in a pool of their own, apart from established connections, so
 	// a flood of handshakes never takes a player's place.
 	DefaultMaxHandshakes = 1024
+	// DefaultMemoryBudget bounds the memory all peers of a listener
+	// together can make it hold: messages in reassembly, in ordering
+	// queues and waiting for Read. Each connection may always hold a fair
+	// share, and far less before its peer logged in (see Conn.Promote).
+	DefaultMemoryBudget = 128 << 20
 	// DefaultMaxConnectionsPerIP caps the established connections of one
 	// IP address. Generous: a household or a LAN party behind one NAT
 	// address shares it, but one address opening connections from many
@@ -105,6 +110,12 @@ type ListenConfig struct {
 	// MaxConnectionsPerIP caps the established connections of one IP
 	// address; 0 means DefaultMaxConnectionsPerIP, negative no cap.
 	MaxConnectionsPerIP int
+	// MemoryBudget bounds, in bytes, what all peers together can make the
+	// listener hold; beyond it, data is refused unacknowledged (the peer
+	// resends it later) rather than held or lost. 0 means
+	// DefaultMemoryBudget; negative means no shared bound (each connection
+	// keeps its own limits).
+	MemoryBudget int
 	// HandshakesPerIP is how many handshakes one IP address that echoed
 	// a valid cookie may start per second, with bursts of five times as
 	// many; 0 means DefaultHandshakesPerIP, negative no limit.
@@ -165,6 +176,7 @@ type ListenerStats struct {
 	AlreadyConnected uint64 // requests for the address of a live connection
 	PerIPLimited     uint64 // handshakes refused for their IP's connections or rate
 	Amplification    uint64 // datagrams a handshake was not allowed to send (3× rule)
+	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
 	Oversize         uint64 // datagrams over the largest MTU
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
@@ -202,6 +214,9 @@ type Listener struct {
 	perIP map[netip.Addr]int
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
+	// budget is shared by the connections' accounts; nil without one.
+	budget         *guard.Budget
+	budgetRefusals atomic.Uint64
 	// Used only by the read goroutine: when refusals were last summarised
 	// in the log, and their total then.
 	refusalLogAt   time.Time
@@ -283,6 +298,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		l.ipRate = guard.NewPrefixLimiter(guard.PrefixConfig{Rate: int64(rate), Burst: 5 * int64(rate), IPv4Bits: 32, IPv6Bits: 64, Slots: 4096})
 	}
 	l.perIP = make(map[netip.Addr]int)
+	if n := orDefaultInt(lc.MemoryBudget, DefaultMemoryBudget); n > 0 {
+		l.budget = guard.NewBudget(guard.BudgetConfig{Total: int64(n)})
+	}
 	if l.cfg.MaxConnectionsPerIP == 0 {
 		l.cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
 	}
@@ -327,7 +345,7 @@ func (l *Listener) Stats() ListenerStats {
 		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
 		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
 		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
-		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(),
+		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
 	}
 }
 
@@ -558,6 +576,9 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 	if !proven {
 		cfg.handshakeTimeout = unprovenTimeout
 	}
+	if l.budget != nil {
+		cfg.account = &account{a: l.budget.Open(), refused: &l.budgetRefusals}
+	}
 	c := newConn(l.ep, from, d.mtu, cfg, false, now)
 	c.guid = d.guid
 	c.onEstablished = l.established
@@ -622,6 +643,12 @@ func (l *Listener) established(c *Conn) {
 	perIP := l.perIP[c.raddr.Addr()]
 	l.ipMu.Unlock()
 	switch {
+	case c.cfg.account != nil && !c.cfg.account.a.SetClass(guard.ClassPreLogin):
+		// No room for the share a connection needs before its login.
+		l.refused.Add(1)
+		l.budgetRefusals.Add(1)
+		c.abort(net.ErrClosed, true)
+		return
 	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
 		l.refused.Add(1)
