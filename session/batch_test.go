@@ -280,8 +280,8 @@ func TestDecodeBatchLimits(t *testing.T) {
 			t.Errorf("at the cap: got %v, want nil", err)
 		}
 		b = clientBatch(t, deflated, Packet{ID: 1, Payload: make([]byte, maxSize-3)})
-		if _, err := d.decode(b); !errors.Is(err, errTooLarge) {
-			t.Errorf("one over the cap: got %v, want %v", err, errTooLarge)
+		if _, err := d.decode(b); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("one over the cap: got %v, want %v", err, ErrTooLarge)
 		}
 	})
 	t.Run("empty batches", func(t *testing.T) {
@@ -303,16 +303,16 @@ func TestDecodeBatchBombMemory(t *testing.T) {
 	const maxSize = 256 << 10
 	bomb := append([]byte{0xfe, 0x00}, deflateBomb(t, 64*maxSize)...)
 	d := batchDecoder{maxSize: maxSize, compressed: true}
-	if _, err := d.decode(bomb); !errors.Is(err, errTooLarge) { // warm the pools
-		t.Fatalf("got %v, want %v", err, errTooLarge)
+	if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) { // warm the pools
+		t.Fatalf("got %v, want %v", err, ErrTooLarge)
 	}
 	d = batchDecoder{maxSize: maxSize, compressed: true}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := d.decode(bomb)
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, errTooLarge) {
-		t.Fatalf("got %v, want %v", err, errTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("got %v, want %v", err, ErrTooLarge)
 	}
 	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*maxSize); got > limit {
 		t.Errorf("allocated %d bytes refusing the bomb, want at most %d", got, limit)

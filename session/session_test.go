@@ -424,7 +424,8 @@ func TestSessionFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval = 30 * time.Millisecond
 		c := newFakeConn()
-		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval})
+		// No login deadline: the session must stay idle for an hour.
+		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval, LoginTimeout: -1})
 		done := make(chan error, 1)
 		go func() { done <- s.Run(context.Background()) }()
 
