@@ -319,6 +319,34 @@ func TestDecodeBatchBombMemory(t *testing.T) {
 	}
 }
 
+// TestDecodeBatchBombStopsAtCap checks decompression stops at the cap: the
+// issue's bomb, a 16 KiB batch inflating to 16 MiB, is refused after the
+// decompressor produced exactly cap+1 bytes, whatever capacity the scratch
+// buffer has from earlier batches.
+func TestDecodeBatchBombStopsAtCap(t *testing.T) {
+	bomb := append([]byte{0xfe, 0x00}, deflateBomb(t, DefaultMaxDecompressedSize)...)
+	for _, tc := range []struct {
+		name    string
+		maxSize int
+		scratch int // capacity of the scratch buffer before the bomb
+	}{
+		{"pre-login cap", DefaultMaxPreLoginSize, 0},
+		{"pre-login cap, scratch left large by a logged-in batch", DefaultMaxPreLoginSize, 8 << 20},
+		{"64 KiB cap", 64 << 10, 0},
+		{"logged-in cap", DefaultMaxDecompressedSize - 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := batchDecoder{maxSize: tc.maxSize, compressed: true, buf: make([]byte, 0, tc.scratch)}
+			if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("got %v, want %v", err, ErrTooLarge)
+			}
+			if got, want := d.inflated, int64(tc.maxSize)+1; got != want {
+				t.Errorf("inflated %d bytes refusing the bomb, want %d", got, want)
+			}
+		})
+	}
+}
+
 // TestDecodeBatchTruncated checks every strict prefix of a one-packet batch
 // fails, beyond the bytes that form an empty batch.
 func TestDecodeBatchTruncated(t *testing.T) {
@@ -474,6 +502,32 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			for b.Loop() {
 				if _, err := d.decode(tc.batch); err != nil {
 					b.Fatal(err)
+				}
+				d.release()
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeBomb measures refusing the 16 KiB batch of zeros that
+// inflates to 16 MiB, as a logged-in player (whose cap it reaches) and
+// before login (whose cap stops it at a quarter of the way).
+func BenchmarkDecodeBomb(b *testing.B) {
+	bomb := append([]byte{0xfe, 0x00}, deflateBomb(b, DefaultMaxDecompressedSize+1)...)
+	for _, tc := range []struct {
+		name    string
+		maxSize int
+	}{
+		{"logged-in", DefaultMaxDecompressedSize},
+		{"pre-login", DefaultMaxPreLoginSize},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			d := batchDecoder{maxSize: tc.maxSize, compressed: true}
+			b.SetBytes(int64(len(bomb)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) {
+					b.Fatalf("got %v, want %v", err, ErrTooLarge)
 				}
 				d.release()
 			}
