@@ -324,7 +324,7 @@ func TestDecodeBatchBombMemory(t *testing.T) {
 // decompressor produced exactly cap+1 bytes, whatever capacity the scratch
 // buffer has from earlier batches.
 func TestDecodeBatchBombStopsAtCap(t *testing.T) {
-	bomb := append([]byte{0xfe, 0x00}, deflateBomb(t, DefaultMaxDecompressedSize)...)
+	bomb := issueBomb(t)
 	for _, tc := range []struct {
 		name    string
 		maxSize int
@@ -510,15 +510,16 @@ func BenchmarkDecodeBatch(b *testing.B) {
 }
 
 // BenchmarkDecodeBomb measures refusing the 16 KiB batch of zeros that
-// inflates to 16 MiB, as a logged-in player (whose cap it reaches) and
-// before login (whose cap stops it at a quarter of the way).
+// inflates to 16 MiB, as a logged-in player (whose cap it just passes, as
+// the whole bomb cost before the pre-login cap) and before login (whose cap
+// stops it a quarter of the way).
 func BenchmarkDecodeBomb(b *testing.B) {
-	bomb := append([]byte{0xfe, 0x00}, deflateBomb(b, DefaultMaxDecompressedSize+1)...)
+	bomb := issueBomb(b)
 	for _, tc := range []struct {
 		name    string
 		maxSize int
 	}{
-		{"logged-in", DefaultMaxDecompressedSize},
+		{"logged-in", DefaultMaxDecompressedSize - 1},
 		{"pre-login", DefaultMaxPreLoginSize},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

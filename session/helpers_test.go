@@ -364,14 +364,31 @@ func (c *fakeConn) expectDisconnect(t *testing.T, compressed bool, reason Discon
 }
 
 // bigLogin returns a Login packet for Steve whose client data carries a skin
-// of n·9/16 pseudo-random bytes, base64-encoded inside the JWT that is
-// base64-encoded again, as a client's is: the packet is a little over n
-// bytes.
+// of n·9/16 bytes, base64-encoded inside the JWT that is base64-encoded
+// again, as a client's is: the packet is a little over n bytes. The skin
+// repeats a pseudo-random tile of 2304 bytes, a multiple of 9, so that both
+// encodings repeat every 4 KiB and DEFLATE finds the repeats quickly.
 func bigLogin(t testing.TB, n int) Packet {
 	t.Helper()
-	skin := make([]byte, n*9/16)
-	_, _ = rand.NewChaCha8([32]byte{}).Read(skin)
+	tile := make([]byte, 2304)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(tile)
+	skin := bytes.Repeat(tile, n*9/16/len(tile)+1)[:n*9/16]
 	chain := []string{fakeJWT(t, map[string]any{"extraData": map[string]any{"displayName": "Steve"}})}
 	cd := fakeJWT(t, map[string]any{"SkinData": base64.StdEncoding.EncodeToString(skin)})
 	return Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)}
 }
+
+// issueBomb returns the batch of the issue: 16 KiB of DEFLATE inflating to
+// 16 MiB of zeros, sent right after RequestNetworkSettings. It is built once.
+func issueBomb(t testing.TB) []byte {
+	t.Helper()
+	issueBombOnce.Do(func() {
+		issueBombBatch = append([]byte{0xfe, 0x00}, deflateBomb(t, 16<<20)...)
+	})
+	return issueBombBatch
+}
+
+var (
+	issueBombOnce  sync.Once
+	issueBombBatch []byte
+)
