@@ -8,12 +8,15 @@ import (
 // Decompression budgets. DEFLATE expands up to about 1032 times, so the
 // bytes a client sends say little about the work it makes the server do:
 // inflating costs about 2 ms of one core per MiB of output (a 16 KiB batch
-// of zeros inflating to 16 MiB takes 31 ms, BenchmarkDecodeBomb). Each
-// session
-// therefore has a token bucket of decompressed bytes, and a batch that
-// would inflate beyond the tokens left ends the session (see
-// ErrDecompressionBudget). Uncompressed batches are not charged: their cost
-// is the bytes the transport carried, which it bounds itself.
+// of zeros inflating to 16 MiB takes about 30 ms, BenchmarkDecodeBomb).
+// Each session therefore has a token bucket of decompressed bytes, and a
+// batch that would inflate beyond the tokens left ends the session (see
+// ErrDecompressionBudget) rather than being dropped: the batches are one
+// reliable, ordered stream, so skipping one would leave client and server
+// disagreeing about the game from then on, while the client kept its slot
+// and its power to make the server inflate up to the refusal. Uncompressed
+// batches are not charged: their cost is the bytes the transport carried,
+// which it bounds itself.
 const (
 	// decompressRate is what a logged-in player may inflate per second,
 	// with a burst of the largest batch (Config.MaxDecompressedSize).

@@ -13,7 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Conn is the transport a Session runs over. raknet.Conn satisfies it.
+// Conn is the transport a Session runs over. raknet.Conn satisfies it. A
+// Conn that also has a Promote() method is told, through it, when the
+// player has logged in (see SetIdentity).
 type Conn interface {
 	// ReadPacket returns the next 0xfe batch the peer sent.
 	ReadPacket() ([]byte, error)
