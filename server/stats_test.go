@@ -59,7 +59,7 @@ func TestStatsLoginTimeout(t *testing.T) {
 	waitFor(t, "a login timeout counted", func() bool { return srv.Stats() == Stats{LoginTimeouts: 1} })
 }
 
-// TestStatsPreLoginBomb checks the issue's attack over RakNet: right after
+// TestStatsPreLoginBomb checks issue 9's attack over RakNet: right after
 // RequestNetworkSettings, 16 KiB of DEFLATE inflating to 16 MiB. The
 // client is told why and disconnected, and the refusal is counted.
 func TestStatsPreLoginBomb(t *testing.T) {

@@ -38,13 +38,14 @@ const (
 	// DefaultMaxPreLoginSize is the cap before the player has logged in,
 	// when the only large packet a client sends is the Login, whose client
 	// data carries the skin, its geometry and animations, base64-encoded
-	// twice. That is not a few hundred KiB for every player: PocketMine-MP
-	// refused real skins at a 2 MiB cap (issue 3733, Glub Glub headwear;
-	// issue 5472) until it raised it to 8 MiB (b77193b, 2024), and a macOS
-	// client's Login decompressed to 2,172,295 bytes (Pumpkin issue 2204).
-	// 4 MiB keeps twice the largest Login on record while cutting what a
-	// connection that has proven nothing can make the server inflate to a
-	// quarter of DefaultMaxDecompressedSize.
+	// twice. With an elaborate skin that runs well past a few hundred KiB:
+	// PocketMine-MP refused real skins at a 2 MiB cap (its issues 3733,
+	// Glub Glub headwear, and 5472) until it raised the cap to 8 MiB
+	// (b77193b, 2024), and a macOS client's Login decompressed to
+	// 2,172,295 bytes (Pumpkin issue 2204). 4 MiB leaves room for twice the
+	// largest Login on record while cutting what a connection that has
+	// proven nothing can make the server inflate to a quarter of
+	// DefaultMaxDecompressedSize.
 	DefaultMaxPreLoginSize = 4 << 20
 )
 

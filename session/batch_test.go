@@ -319,8 +319,8 @@ func TestDecodeBatchBombMemory(t *testing.T) {
 	}
 }
 
-// TestDecodeBatchBombStopsAtCap checks decompression stops at the cap: the
-// issue's bomb, a 16 KiB batch inflating to 16 MiB, is refused after the
+// TestDecodeBatchBombStopsAtCap checks decompression stops at the cap: issue
+// 9's bomb, a 16 KiB batch inflating to 16 MiB, is refused after the
 // decompressor produced exactly cap+1 bytes, whatever capacity the scratch
 // buffer has from earlier batches.
 func TestDecodeBatchBombStopsAtCap(t *testing.T) {

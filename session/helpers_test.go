@@ -378,7 +378,7 @@ func bigLogin(t testing.TB, n int) Packet {
 	return Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)}
 }
 
-// issueBomb returns the batch of the issue: 16 KiB of DEFLATE inflating to
+// issueBomb returns the batch of issue 9: 16 KiB of DEFLATE inflating to
 // 16 MiB of zeros, sent right after RequestNetworkSettings. It is built once.
 func issueBomb(t testing.TB) []byte {
 	t.Helper()

@@ -563,7 +563,7 @@ func BenchmarkSessionDispatch(b *testing.B) {
 	<-done
 }
 
-// TestSessionPreLoginCap checks the cap before login: the issue's bomb
+// TestSessionPreLoginCap checks the cap before login: issue 9's bomb
 // right after RequestNetworkSettings is refused once it has inflated one
 // byte past the cap, as is a Login just over it, while a Login as large as
 // the largest on record gets in.
