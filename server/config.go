@@ -31,6 +31,17 @@ const (
 	minMTU     = 576
 	maxMTU     = 1492
 	maxTimeout = 5 * time.Minute
+	// maxLoginTimeout bounds server.login_timeout: a Login of a few MiB
+	// arrives within seconds even on a poor link, and a connection that
+	// has not logged in holds a session and its pre-login memory share
+	// while it waits.
+	maxLoginTimeout = time.Minute
+	// minMemoryBudget and maxMemoryBudget bound raknet.memory_budget. Below
+	// 4 MiB a few players logging in at once (each Login a few hundred KiB
+	// on the wire) would not fit; 64 GiB is beyond what any peers should be
+	// let hold, and keeps the count far from the transport's own limits.
+	minMemoryBudget = 4 << 20
+	maxMemoryBudget = 64 << 30
 )
 
 // configTemplate is the default config.toml, written by LoadConfig when the
@@ -78,6 +89,9 @@ shutdown_message = "Server closed."
 # File that keeps the server GUID stable across restarts, so clients do not
 # list the server twice. A relative path is relative to this file's directory.
 guid_file = "server_guid"
+# How long a client has, once connected, to log in before it is disconnected
+# with "Login timed out.", as a Go duration. More than 0 and at most 1m.
+login_timeout = "10s"
 
 [log]
 # Least severe level written: "trace", "debug", "info", "warn" or "error".
@@ -97,6 +111,14 @@ max_connections = 0
 timeout = "10s"
 # RakNet protocol versions accepted in OpenConnectionRequest1 (1-255).
 protocol_versions = [11, 10]
+# Most established connections at once from one IP address on each listener.
+# Generous, because households and LAN parties share one address. 0 means no
+# limit.
+max_connections_per_ip = 16
+# Bytes that all peers of a listener together may make it hold at once:
+# messages being reassembled, waiting for their turn or for the server to
+# read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB.
+memory_budget = 134217728
 `
 
 // UserConfig is the configuration as written in config.toml, one struct per
@@ -141,6 +163,9 @@ type UserConfig struct {
 		// GUIDFile is the file holding the stable server GUID; a relative
 		// path is relative to the config file's directory.
 		GUIDFile string `toml:"guid_file"`
+		// LoginTimeout is a Go duration string, more than 0 and at most
+		// 1m.
+		LoginTimeout string `toml:"login_timeout"`
 	} `toml:"server"`
 	// Log is the [log] table: how much to log and in which format.
 	Log struct {
@@ -160,6 +185,12 @@ type UserConfig struct {
 		Timeout string `toml:"timeout"`
 		// ProtocolVersions lists the RakNet protocol versions accepted.
 		ProtocolVersions []int `toml:"protocol_versions"`
+		// MaxConnectionsPerIP caps the connections of one IP address; 0
+		// means no cap.
+		MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+		// MemoryBudget is the bytes a listener's peers may make it hold,
+		// 4 MiB to 64 GiB.
+		MemoryBudget int `toml:"memory_budget"`
 	} `toml:"raknet"`
 
 	// dir is the directory of the file the config was loaded from, against
@@ -240,6 +271,10 @@ type Config struct {
 	// written to) GUIDFile. It goes in the pong header and MOTD field 6.
 	// 0 means a random one for this run only.
 	GUID int64
+	// LoginTimeout is how long a session has to log in before it is
+	// disconnected; 0 means session.DefaultLoginTimeout, negative no
+	// deadline.
+	LoginTimeout time.Duration
 
 	// MaxMTU is the largest RakNet datagram in bytes; 0 means
 	// raknet.DefaultMaxMTU.
@@ -254,6 +289,14 @@ type Config struct {
 	// RakNetProtocols lists the RakNet protocol versions accepted; nil
 	// means raknet.DefaultProtocolVersions.
 	RakNetProtocols []byte
+	// MaxConnectionsPerIP caps the established connections of one IP
+	// address on each listener; 0 means raknet.DefaultMaxConnectionsPerIP,
+	// negative no cap.
+	MaxConnectionsPerIP int
+	// MemoryBudget is the bytes the peers of each listener may make it
+	// hold at once (reassembly, ordering and read queues); 0 means the
+	// listener's default, 128 MiB.
+	MemoryBudget int
 
 	// listenPacket opens the listeners' sockets; nil means
 	// net.ListenPacket. Tests use it to simulate a host without IPv6.
@@ -279,12 +322,15 @@ func DefaultUserConfig() UserConfig {
 		", have reached it, but there is no world here yet."
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.GUIDFile = "server_guid"
+	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
 	uc.RakNet.MaxMTU = 1400
 	uc.RakNet.MaxConnections = 0
 	uc.RakNet.Timeout = "10s"
 	uc.RakNet.ProtocolVersions = []int{11, 10}
+	uc.RakNet.MaxConnectionsPerIP = 16
+	uc.RakNet.MemoryBudget = 128 << 20
 	return uc
 }
 
@@ -441,6 +487,7 @@ func (uc UserConfig) Validate() error {
 	if s.GUIDFile == "" {
 		add("server.guid_file", "is empty")
 	}
+	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
 	errs = append(errs, uc.checkMOTD()...)
 
 	// [log]
@@ -462,13 +509,7 @@ func (uc UserConfig) Validate() error {
 	case r.MaxConnections > 0 && r.MaxConnections < s.MaxPlayers:
 		add("raknet.max_connections", "%d is less than server.max_players %d", r.MaxConnections, s.MaxPlayers)
 	}
-	if d, err := time.ParseDuration(r.Timeout); err != nil {
-		add("raknet.timeout", "%q is not a duration like \"10s\"", r.Timeout)
-	} else if d <= 0 {
-		add("raknet.timeout", "%v is not more than 0", d)
-	} else if d > maxTimeout {
-		add("raknet.timeout", "%v is longer than %v", d, maxTimeout)
-	}
+	checkDuration(add, "raknet.timeout", r.Timeout, maxTimeout)
 	if len(r.ProtocolVersions) == 0 {
 		add("raknet.protocol_versions", "is empty; list at least one version")
 	}
@@ -477,7 +518,27 @@ func (uc UserConfig) Validate() error {
 			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is outside 1-255", v)
 		}
 	}
+	if r.MaxConnectionsPerIP < 0 {
+		add("raknet.max_connections_per_ip", "%d is negative (0 means no limit)", r.MaxConnectionsPerIP)
+	}
+	if b := int64(r.MemoryBudget); b < minMemoryBudget || b > maxMemoryBudget {
+		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB)", b, minMemoryBudget, int64(maxMemoryBudget))
+	}
 	return errors.Join(errs...)
+}
+
+// checkDuration checks a Go duration string that must be more than 0 and at
+// most limit, reporting a problem with add.
+func checkDuration(add func(key, format string, args ...any), key, v string, limit time.Duration) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		add(key, "%q is not a duration like \"10s\"", v)
+	case d <= 0:
+		add(key, "%v is not more than 0", d)
+	case d > limit:
+		add(key, "%v is longer than %v", d, limit)
+	}
 }
 
 // checkAddress checks a "host:port" UDP address: empty (disabled), or an IP
@@ -614,7 +675,8 @@ func connectionSlack(maxPlayers int) int {
 // Config validates uc and turns it into runtime values: durations parsed,
 // the GUID file path resolved against the config file's directory and the
 // GUID loaded (or created) with LoadOrCreateGUID, max_connections 0 replaced
-// by max_players plus slack. log becomes Config.Log and is used for the
+// by max_players plus slack, max_connections_per_ip 0 (no cap) made
+// negative. log becomes Config.Log and is used for the
 // notes Config itself writes; nil discards them.
 func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if err := uc.Validate(); err != nil {
@@ -642,6 +704,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		GUIDFile:          uc.Server.GUIDFile,
 		MaxMTU:            uc.RakNet.MaxMTU,
 		MaxConnections:    uc.RakNet.MaxConnections,
+		MemoryBudget:      uc.RakNet.MemoryBudget,
 	}
 	for _, p := range uc.Server.AcceptedProtocols {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))
@@ -649,7 +712,13 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	for _, v := range uc.RakNet.ProtocolVersions {
 		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))
 	}
-	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout) // checked by Validate
+	// Checked by Validate.
+	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
+	c.LoginTimeout, _ = time.ParseDuration(uc.Server.LoginTimeout)
+	c.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms
+	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
 	}

@@ -173,6 +173,13 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"missing port", "[network]\naddress_v4 = \"0.0.0.0\"\n", "network.address_v4", ""},
 		{"port too big", "[network]\naddress_v4 = \"0.0.0.0:70000\"\n", "network.address_v4", "70000"},
 		{"lan discovery wrong type", "[network]\nlan_discovery = \"yes\"\n", "network.lan_discovery", "bool"},
+		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
+		{"zero login timeout", "[server]\nlogin_timeout = \"0s\"\n", "server.login_timeout", "more than 0"},
+		{"login timeout too long", "[server]\nlogin_timeout = \"2m\"\n", "server.login_timeout", "longer than 1m0s"},
+		{"negative connections per IP", "[raknet]\nmax_connections_per_ip = -1\n", "raknet.max_connections_per_ip", "0 means no limit"},
+		{"memory budget too small", "[raknet]\nmemory_budget = 4194303\n", "raknet.memory_budget", "4 MiB"},
+		{"memory budget too large", "[raknet]\nmemory_budget = 68719476737\n", "raknet.memory_budget", "64 GiB"},
+		{"memory budget wrong type", "[raknet]\nmemory_budget = \"128MiB\"\n", "raknet.memory_budget", "line 2"},
 		{"bad log level", "[log]\nlevel = \"verbose\"\n", "log.level", "verbose"},
 		{"bad log format", "[log]\nformat = \"xml\"\n", "log.format", "xml"},
 	}
@@ -208,6 +215,10 @@ func TestValidateAccepts(t *testing.T) {
 		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 20 }},
 		{"edge MTUs", func(uc *UserConfig) { uc.RakNet.MaxMTU = 576 }},
 		{"longest timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "5m" }},
+		{"longest login timeout", func(uc *UserConfig) { uc.Server.LoginTimeout = "1m" }},
+		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }},
+		{"edge memory budgets", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 4 << 20 }},
+		{"largest memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 64 << 30 }},
 		{"trace", func(uc *UserConfig) { uc.Log.Level, uc.Log.Format = "trace", "json" }},
 	}
 	for _, tc := range tests {
@@ -256,26 +267,29 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("GUID file %q: %v", b, err)
 	}
 	want := Config{
-		Log:               &log,
-		AddressV4:         "0.0.0.0:19132",
-		AddressV6:         "[::]:19133",
-		LANDiscovery:      true,
-		Name:              "Basalt",
-		LevelName:         "Bedrock level",
-		Edition:           motd.EditionBedrock,
-		GameMode:          "Survival",
-		MaxPlayers:        20,
-		Version:           "1.26.50",
-		Protocol:          2193,
-		AcceptedProtocols: []int32{2193},
-		DisconnectMessage: DefaultUserConfig().Server.DisconnectMessage,
-		ShutdownMessage:   "Server closed.",
-		GUIDFile:          guidFile,
-		GUID:              guid,
-		MaxMTU:            1400,
-		MaxConnections:    24,
-		Timeout:           10 * time.Second,
-		RakNetProtocols:   []byte{11, 10},
+		Log:                 &log,
+		AddressV4:           "0.0.0.0:19132",
+		AddressV6:           "[::]:19133",
+		LANDiscovery:        true,
+		Name:                "Basalt",
+		LevelName:           "Bedrock level",
+		Edition:             motd.EditionBedrock,
+		GameMode:            "Survival",
+		MaxPlayers:          20,
+		Version:             "1.26.50",
+		Protocol:            2193,
+		AcceptedProtocols:   []int32{2193},
+		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
+		ShutdownMessage:     "Server closed.",
+		GUIDFile:            guidFile,
+		GUID:                guid,
+		LoginTimeout:        10 * time.Second,
+		MaxMTU:              1400,
+		MaxConnections:      24,
+		Timeout:             10 * time.Second,
+		RakNetProtocols:     []byte{11, 10},
+		MaxConnectionsPerIP: 16,
+		MemoryBudget:        128 << 20,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -313,6 +327,26 @@ func TestConfigConversions(t *testing.T) {
 		}},
 		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c Config) {
 			if got, want := c.Edition, motd.EditionEducation; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"login timeout", func(uc *UserConfig) { uc.Server.LoginTimeout = "2500ms" }, func(t *testing.T, c Config) {
+			if got, want := c.LoginTimeout, 2500*time.Millisecond; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"connections per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 3 }, func(t *testing.T, c Config) {
+			if got, want := c.MaxConnectionsPerIP, 3; got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }, func(t *testing.T, c Config) {
+			if got := c.MaxConnectionsPerIP; got >= 0 {
+				t.Errorf("got %v, want negative (no cap)", got)
+			}
+		}},
+		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c Config) {
+			if got, want := c.MemoryBudget, 32<<20; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},

@@ -72,6 +72,7 @@ type Server struct {
 	sessions  map[*session.Session]*entry
 	players   int
 
+	stats     counters
 	closeOnce sync.Once
 }
 
@@ -174,15 +175,7 @@ func (srv *Server) Listen() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	c := srv.conf
-	lc := raknet.ListenConfig{
-		ListenPacket:     c.listenPacket,
-		Log:              c.Log,
-		MaxMTU:           c.MaxMTU,
-		MaxConnections:   c.MaxConnections,
-		ProtocolVersions: c.RakNetProtocols,
-		Timeout:          c.Timeout,
-		GUID:             c.GUID,
-	}
+	lc := listenConfig(c)
 	for _, g := range []struct {
 		addr, wildcard string
 		l              **raknet.Listener
@@ -223,6 +216,20 @@ func (srv *Server) Listen() error {
 	}
 	e.Msg("listening")
 	return nil
+}
+
+// listenConfig returns the configuration of every listener c asks for.
+func listenConfig(c Config) raknet.ListenConfig {
+	return raknet.ListenConfig{
+		ListenPacket:        c.listenPacket,
+		Log:                 c.Log,
+		MaxMTU:              c.MaxMTU,
+		MaxConnections:      c.MaxConnections,
+		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+		ProtocolVersions:    c.RakNetProtocols,
+		Timeout:             c.Timeout,
+		GUID:                c.GUID,
+	}
 }
 
 // listenLAN opens a LAN discovery listener for each family whose game port
@@ -292,7 +299,11 @@ func (srv *Server) accept(l *raknet.Listener) {
 
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
-	s := session.New(c, session.Config{Handler: tracker{srv: srv, h: srv.handler}, Log: srv.conf.Log})
+	s := session.New(c, session.Config{
+		Handler:      tracker{srv: srv, h: srv.handler},
+		Log:          srv.conf.Log,
+		LoginTimeout: srv.conf.LoginTimeout,
+	})
 	srv.mu.Lock()
 	if srv.closing {
 		srv.mu.Unlock()
@@ -314,6 +325,8 @@ func (srv *Server) run(s *session.Session) {
 		e.Msg("session opened")
 	}
 	err := srv.runSafely(s)
+	_, loggedIn := s.Identity()
+	srv.stats.count(err, loggedIn)
 	srv.remove(s)
 	if e := log.Debug(); e.Enabled() {
 		if id, ok := s.Identity(); ok {

@@ -57,6 +57,50 @@ func TestNewDefaults(t *testing.T) {
 	}
 }
 
+// TestListenConfig checks every transport setting of Config reaches the
+// listeners.
+func TestListenConfig(t *testing.T) {
+	log := zerolog.Nop()
+	var opened atomic.Int32
+	c := Config{
+		Log:                 &log,
+		MaxMTU:              1200,
+		MaxConnections:      30,
+		MaxConnectionsPerIP: 3,
+		RakNetProtocols:     []byte{11},
+		Timeout:             7 * time.Second,
+		GUID:                42,
+		listenPacket: func(network, address string) (net.PacketConn, error) {
+			opened.Add(1)
+			return nil, errors.ErrUnsupported
+		},
+	}
+	lc := listenConfig(c)
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Log", lc.Log, c.Log},
+		{"MaxMTU", lc.MaxMTU, 1200},
+		{"MaxConnections", lc.MaxConnections, 30},
+		{"MaxConnectionsPerIP", lc.MaxConnectionsPerIP, 3},
+		{"ProtocolVersions", lc.ProtocolVersions, []byte{11}},
+		{"Timeout", lc.Timeout, 7 * time.Second},
+		{"GUID", lc.GUID, int64(42)},
+	}
+	for _, tc := range checks {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if lc.ListenPacket == nil {
+		t.Fatal("ListenPacket: got nil, want Config's")
+	}
+	if _, err := lc.ListenPacket("udp", "127.0.0.1:0"); !errors.Is(err, errors.ErrUnsupported) || opened.Load() != 1 {
+		t.Errorf("ListenPacket: got %v after %d calls, want Config's func called once", err, opened.Load())
+	}
+}
+
 func TestDefaultHandlerFromConfig(t *testing.T) {
 	srv := Config{AcceptedProtocols: []int32{2169, 2193}, DisconnectMessage: "Bye {player}"}.New()
 	want := session.GateHandler{AcceptedProtocols: []int32{2169, 2193}, Message: "Bye {player}"}

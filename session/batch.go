@@ -1,8 +1,10 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // A batch is how game packets travel inside a transport message:
@@ -26,10 +28,37 @@ const (
 	maxRetainedBuffer = 1 << 20
 )
 
-// DefaultMaxDecompressedSize is the largest decompressed batch a session
-// accepts unless Config says otherwise: 16 MiB, as gophertunnel allows, since
-// logins with large skins run to several MiB.
-const DefaultMaxDecompressedSize = 16 << 20
+// Caps on the decompressed size of an incoming batch, unless Config says
+// otherwise. A batch over the cap in force ends its session.
+const (
+	// DefaultMaxDecompressedSize is the cap once the player has logged in:
+	// 16 MiB, as gophertunnel allows, for the largest packets a player
+	// sends (a skin change carries the same skin as the Login).
+	DefaultMaxDecompressedSize = 16 << 20
+	// DefaultMaxPreLoginSize is the cap before the player has logged in,
+	// when the only large packet a client sends is the Login, whose client
+	// data carries the skin, its geometry and animations, base64-encoded
+	// twice. With an elaborate skin that runs well past a few hundred KiB:
+	// PocketMine-MP refused real skins at a 2 MiB cap (its issues 3733,
+	// Glub Glub headwear, and 5472) until it raised the cap to 8 MiB
+	// (b77193b, 2024), and a macOS client's Login decompressed to
+	// 2,172,295 bytes (Pumpkin issue 2204). 4 MiB leaves room for twice the
+	// largest Login on record while cutting what a connection that has
+	// proven nothing can make the server inflate to a quarter of
+	// DefaultMaxDecompressedSize.
+	DefaultMaxPreLoginSize = 4 << 20
+)
+
+// ErrTooLarge is wrapped by the error Run returns when the client sent a
+// batch that decompresses beyond the cap in force (Config.MaxPreLoginSize
+// before the player has logged in, Config.MaxDecompressedSize after).
+// Decompression stops at the cap: the rest of the batch is never inflated.
+var ErrTooLarge = errors.New("decompressed size exceeds limit")
+
+// ErrDecompressionBudget is wrapped by the error Run returns when the client
+// sent compressed batches faster than the session's decompression budget
+// allows (see decompressRate). Decompression stops when the budget runs out.
+var ErrDecompressionBudget = errors.New("decompression budget exceeded")
 
 // batchDecoder splits incoming batches into packets. It is owned by one
 // goroutine. The packets it returns alias the input batch or its scratch
@@ -40,9 +69,26 @@ type batchDecoder struct {
 	// compressed reports whether batches carry a compression id byte, which
 	// they do once NetworkSettings has been sent.
 	compressed bool
+	// budget limits the bytes inflated per second; its zero value, no
+	// limit.
+	budget tokenBucket
+	// now returns the time the budget is reckoned at; nil means time.Now.
+	// Tests set a fixed clock.
+	now func() time.Time
+	// inflated counts the bytes decompression has produced, those of
+	// refused batches included.
+	inflated int64
 
 	buf     []byte
 	packets []Packet
+}
+
+// clock returns the decoder's idea of the time.
+func (d *batchDecoder) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
 }
 
 // decode validates batch b as a whole and returns its packets. An error means
@@ -59,27 +105,54 @@ func (d *batchDecoder) decode(b []byte) ([]Packet, error) {
 		if len(data) == 0 {
 			return nil, fmt.Errorf("decode batch: compression id: %w", io.ErrUnexpectedEOF)
 		}
-		var err error
-		switch id := compressionID(data[0]); id {
-		case compressionNone:
+		id := compressionID(data[0])
+		if id == compressionNone {
 			data = data[1:]
-		case compressionFlate:
-			d.buf, err = inflate(d.buf, data[1:], d.maxSize)
-			data = d.buf
-		case compressionSnappy:
-			d.buf, err = unsnappy(d.buf, data[1:], d.maxSize)
-			data = d.buf
-		default:
-			return nil, fmt.Errorf("decode batch: unknown compression id %#02x", byte(id))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decode batch: %w", err)
+		} else {
+			var err error
+			if data, err = d.decompress(id, data[1:]); err != nil {
+				return nil, fmt.Errorf("decode batch: %w", err)
+			}
 		}
 	}
 	if len(data) > d.maxSize {
-		return nil, fmt.Errorf("decode batch: %w (%d bytes)", errTooLarge, d.maxSize)
+		return nil, fmt.Errorf("decode batch: %w (%d bytes)", ErrTooLarge, d.maxSize)
 	}
 	return d.split(data)
+}
+
+// decompress decompresses src with the algorithm id into the scratch
+// buffer, within the size cap and what is left of the budget, and charges
+// the budget for the output.
+func (d *batchDecoder) decompress(id compressionID, src []byte) ([]byte, error) {
+	now := d.clock()
+	limit, budgeted := d.maxSize, false
+	if left := d.budget.available(now); left < limit {
+		limit, budgeted = left, true
+	}
+	var n int
+	var err error
+	switch id {
+	case compressionFlate:
+		d.buf, n, err = inflate(d.buf, src, limit)
+	case compressionSnappy:
+		d.buf, err = unsnappy(d.buf, src, limit)
+		n = len(d.buf)
+		if err != nil {
+			n = 0 // refused from its stated length, before decoding
+		}
+	default:
+		return nil, fmt.Errorf("unknown compression id %#02x", byte(id))
+	}
+	d.inflated += int64(n)
+	d.budget.take(n, now)
+	if budgeted && errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("%w (%d bytes left)", ErrDecompressionBudget, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.buf, nil
 }
 
 // split frames the decompressed payload into packets.

@@ -280,8 +280,8 @@ func TestDecodeBatchLimits(t *testing.T) {
 			t.Errorf("at the cap: got %v, want nil", err)
 		}
 		b = clientBatch(t, deflated, Packet{ID: 1, Payload: make([]byte, maxSize-3)})
-		if _, err := d.decode(b); !errors.Is(err, errTooLarge) {
-			t.Errorf("one over the cap: got %v, want %v", err, errTooLarge)
+		if _, err := d.decode(b); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("one over the cap: got %v, want %v", err, ErrTooLarge)
 		}
 	})
 	t.Run("empty batches", func(t *testing.T) {
@@ -303,19 +303,47 @@ func TestDecodeBatchBombMemory(t *testing.T) {
 	const maxSize = 256 << 10
 	bomb := append([]byte{0xfe, 0x00}, deflateBomb(t, 64*maxSize)...)
 	d := batchDecoder{maxSize: maxSize, compressed: true}
-	if _, err := d.decode(bomb); !errors.Is(err, errTooLarge) { // warm the pools
-		t.Fatalf("got %v, want %v", err, errTooLarge)
+	if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) { // warm the pools
+		t.Fatalf("got %v, want %v", err, ErrTooLarge)
 	}
 	d = batchDecoder{maxSize: maxSize, compressed: true}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := d.decode(bomb)
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, errTooLarge) {
-		t.Fatalf("got %v, want %v", err, errTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("got %v, want %v", err, ErrTooLarge)
 	}
 	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*maxSize); got > limit {
 		t.Errorf("allocated %d bytes refusing the bomb, want at most %d", got, limit)
+	}
+}
+
+// TestDecodeBatchBombStopsAtCap checks decompression stops at the cap: issue
+// 9's bomb, a 16 KiB batch inflating to 16 MiB, is refused after the
+// decompressor produced exactly cap+1 bytes, whatever capacity the scratch
+// buffer has from earlier batches.
+func TestDecodeBatchBombStopsAtCap(t *testing.T) {
+	bomb := issueBomb(t)
+	for _, tc := range []struct {
+		name    string
+		maxSize int
+		scratch int // capacity of the scratch buffer before the bomb
+	}{
+		{"pre-login cap", DefaultMaxPreLoginSize, 0},
+		{"pre-login cap, scratch left large by a logged-in batch", DefaultMaxPreLoginSize, 8 << 20},
+		{"64 KiB cap", 64 << 10, 0},
+		{"logged-in cap", DefaultMaxDecompressedSize - 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := batchDecoder{maxSize: tc.maxSize, compressed: true, buf: make([]byte, 0, tc.scratch)}
+			if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("got %v, want %v", err, ErrTooLarge)
+			}
+			if got, want := d.inflated, int64(tc.maxSize)+1; got != want {
+				t.Errorf("inflated %d bytes refusing the bomb, want %d", got, want)
+			}
+		})
 	}
 }
 
@@ -474,6 +502,33 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			for b.Loop() {
 				if _, err := d.decode(tc.batch); err != nil {
 					b.Fatal(err)
+				}
+				d.release()
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeBomb measures refusing the 16 KiB batch of zeros that
+// inflates to 16 MiB, as a logged-in player (whose cap it just passes, as
+// the whole bomb cost before the pre-login cap) and before login (whose cap
+// stops it a quarter of the way).
+func BenchmarkDecodeBomb(b *testing.B) {
+	bomb := issueBomb(b)
+	for _, tc := range []struct {
+		name    string
+		maxSize int
+	}{
+		{"logged-in", DefaultMaxDecompressedSize - 1},
+		{"pre-login", DefaultMaxPreLoginSize},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			d := batchDecoder{maxSize: tc.maxSize, compressed: true}
+			b.SetBytes(int64(len(bomb)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.decode(bomb); !errors.Is(err, ErrTooLarge) {
+					b.Fatalf("got %v, want %v", err, ErrTooLarge)
 				}
 				d.release()
 			}

@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -48,9 +47,6 @@ const (
 	minInflateBuffer = 4 << 10
 )
 
-// errTooLarge reports a batch that decompresses beyond the configured cap.
-var errTooLarge = errors.New("decompressed size exceeds limit")
-
 // Flate state is large (hundreds of KiB for a writer), so it is pooled across
 // sessions rather than kept per session: thousands of idle sessions hold none.
 // Each pooled value owns the reader or writer the flate state is bound to, so
@@ -95,34 +91,38 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 }
 
 // inflate decompresses the raw DEFLATE stream src into dst[:0] and returns
-// the result. It reads at most limit+1 bytes, growing dst only as output
+// the result and the bytes the stream produced, refused or not. It asks the
+// decompressor for at most limit+1 bytes in all, growing dst only as output
 // actually arrives, so a stream that expands beyond limit is refused having
-// allocated about limit bytes, never its full expansion. The flate state is
-// pooled, so steady state allocates nothing.
-func inflate(dst, src []byte, limit int) ([]byte, error) {
+// inflated and allocated about limit bytes, never its full expansion. The
+// flate state is pooled, so steady state allocates nothing.
+func inflate(dst, src []byte, limit int) (out []byte, n int, err error) {
 	f := inflaters.Get().(*inflater)
 	defer inflaters.Put(f)
 	f.br.Reset(src)
 	defer f.br.Reset(nil) // the pooled reader must not pin src
 	if err := f.r.(flate.Resetter).Reset(&f.br, nil); err != nil {
-		return dst, fmt.Errorf("inflate: %w", err)
+		return dst[:0], 0, fmt.Errorf("inflate: %w", err)
 	}
-	out := dst[:0]
+	limit = max(limit, 0)
+	out = dst[:0]
 	for {
 		if len(out) == cap(out) {
 			grow := min(max(2*cap(out), minInflateBuffer), limit+1)
 			out = slices.Grow(out, grow-len(out))
 		}
-		n, err := f.r.Read(out[len(out):cap(out)])
-		out = out[:len(out)+n]
+		// Never ask for more than limit+1 in all, whatever capacity the
+		// buffer has: the decompressor works only as far as it is read.
+		k, err := f.r.Read(out[len(out):min(cap(out), limit+1)])
+		out = out[:len(out)+k]
 		if len(out) > limit {
-			return out[:0], fmt.Errorf("inflate: %w (%d bytes)", errTooLarge, limit)
+			return out[:0], len(out), fmt.Errorf("inflate: %w (%d bytes)", ErrTooLarge, limit)
 		}
 		if err == io.EOF {
-			return out, nil
+			return out, len(out), nil
 		}
 		if err != nil {
-			return out[:0], fmt.Errorf("inflate: %w", err)
+			return out[:0], len(out), fmt.Errorf("inflate: %w", err)
 		}
 	}
 }
@@ -153,7 +153,7 @@ func unsnappy(dst, src []byte, limit int) ([]byte, error) {
 		return dst, fmt.Errorf("unsnappy: %w", err)
 	}
 	if n > limit {
-		return dst, fmt.Errorf("unsnappy: %w (%d bytes)", errTooLarge, limit)
+		return dst, fmt.Errorf("unsnappy: %w (%d bytes)", ErrTooLarge, limit)
 	}
 	out, err := snappy.Decode(dst[:0], src)
 	if err != nil {

@@ -19,6 +19,9 @@ const (
 	// DisconnectReasonServerFull refuses a client because the server is
 	// full.
 	DisconnectReasonServerFull DisconnectReason = 25
+	// DisconnectReasonTimeout ends a session that took too long, as one
+	// that did not log in by the deadline.
+	DisconnectReasonTimeout DisconnectReason = 32
 	// DisconnectReasonOutdatedServer says the server is older than the
 	// client.
 	DisconnectReasonOutdatedServer DisconnectReason = 34
@@ -38,6 +41,9 @@ const (
 	DisconnectReasonKicked DisconnectReason = 55
 	// DisconnectReasonShutdown says the server is shutting down.
 	DisconnectReasonShutdown DisconnectReason = 68
+	// DisconnectReasonBadPacket ends a session whose client sent a batch
+	// beyond a size or decompression limit.
+	DisconnectReasonBadPacket DisconnectReason = 90
 )
 
 // String returns the reason's name.
@@ -49,6 +55,8 @@ func (r DisconnectReason) String() string {
 		return "VersionMismatch"
 	case DisconnectReasonServerFull:
 		return "ServerFull"
+	case DisconnectReasonTimeout:
+		return "Timeout"
 	case DisconnectReasonOutdatedServer:
 		return "OutdatedServer"
 	case DisconnectReasonOutdatedClient:
@@ -63,6 +71,8 @@ func (r DisconnectReason) String() string {
 		return "Kicked"
 	case DisconnectReasonShutdown:
 		return "Shutdown"
+	case DisconnectReasonBadPacket:
+		return "BadPacket"
 	}
 	return fmt.Sprintf("DisconnectReason(%d)", int32(r))
 }

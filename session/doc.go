@@ -7,6 +7,10 @@
 // prefixed packets whose varuint32 header is id | sender<<10 | target<<12.
 // Incoming batches are capped in decompressed size and packet count, and a
 // batch that breaks any rule ends its session without touching others.
+// Until the player has logged in (the handler calls SetIdentity) the caps
+// are tighter: 4 MiB per batch rather than 16 MiB, decompression of little
+// more than that in all, and 10 s to log in; a client that breaks one is
+// told why with a Disconnect.
 // Outgoing packets are buffered and sent as one batch per FlushInterval, or
 // at once by Flush.
 //

@@ -4,6 +4,10 @@ package session
 // from the goroutine running the session's Run, one at a time for a given
 // session; a Handler shared by several sessions must be safe for concurrent
 // use across them. Returning an error or panicking ends that session only.
+//
+// A handler that accepts a player's Login calls Session.SetIdentity: until
+// then the session keeps its pre-login limits and ends at
+// Config.LoginTimeout. GateHandler does so before it disconnects the player.
 type Handler interface {
 	// HandleOpen is called once when Run starts, before any packet is read.
 	HandleOpen(s *Session) error

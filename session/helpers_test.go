@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,3 +288,107 @@ func steveLogin(t testing.TB) []byte {
 	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 64)})
 	return loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)
 }
+
+// promotingConn is a fakeConn with the transport's Promote, which it counts.
+type promotingConn struct {
+	*fakeConn
+	promotes atomic.Int32
+}
+
+func (c *promotingConn) Promote() { c.promotes.Add(1) }
+
+// probeID is a packet id no Bedrock packet has (they run to about 0x140 and
+// this one fits a one-byte header) that holder echoes, so a test can sync
+// with its session.
+const probeID = 0x7d
+
+// holder negotiates network settings like the gate, logs in the player of a
+// valid Login without disconnecting them, refuses an invalid one as the gate
+// does, and echoes probeID packets at once.
+type holder struct{ GateHandler }
+
+func (h holder) HandlePacket(s *Session, p Packet) error {
+	switch p.ID {
+	case IDLogin:
+		id, err := ParseLogin(p.Payload)
+		if err != nil {
+			_ = s.DisconnectWith(DisconnectReasonInvalidPlayer, "Invalid login.")
+			return err
+		}
+		s.SetIdentity(id)
+		return nil
+	case probeID:
+		if err := s.WritePacket(probeID, p.Payload); err != nil {
+			return err
+		}
+		return s.Flush()
+	}
+	return h.GateHandler.HandlePacket(s, p)
+}
+
+// negotiate sends RequestNetworkSettings for CurrentProtocol and reads the
+// NetworkSettings answer, after which both sides compress.
+func (c *fakeConn) negotiate(t *testing.T) {
+	t.Helper()
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
+	if pks := clientDecode(t, c.next(t), false); len(pks) != 1 || pks[0].ID != IDNetworkSettings {
+		t.Fatalf("got %+v, want NetworkSettings", pks)
+	}
+}
+
+// sync sends a probe and waits for holder's echo: once it is back, every
+// batch sent before it has been handled.
+func (c *fakeConn) sync(t *testing.T) {
+	t.Helper()
+	c.send(clientBatch(t, plain, Packet{ID: probeID, Payload: []byte("sync")}))
+	if pks := clientDecode(t, c.next(t), true); len(pks) != 1 || pks[0].ID != probeID {
+		t.Fatalf("got %+v, want the probe back", pks)
+	}
+}
+
+// expectDisconnect reads the next batch and fails unless it is a Disconnect
+// with reason and message.
+func (c *fakeConn) expectDisconnect(t *testing.T, compressed bool, reason DisconnectReason, message string) {
+	t.Helper()
+	pks := clientDecode(t, c.next(t), compressed)
+	if len(pks) != 1 || pks[0].ID != IDDisconnect {
+		t.Fatalf("got %+v, want one Disconnect", pks)
+	}
+	var dc disconnect
+	if _, err := dc.Decode(pks[0].Payload); err != nil {
+		t.Fatalf("decode Disconnect: %v", err)
+	}
+	if want := (disconnect{Reason: reason, Message: message}); dc != want {
+		t.Errorf("got %+v, want %+v", dc, want)
+	}
+}
+
+// bigLogin returns a Login packet for Steve whose client data carries a skin
+// of n·9/16 bytes, base64-encoded inside the JWT that is base64-encoded
+// again, as a client's is: the packet is a little over n bytes. The skin
+// repeats a pseudo-random tile of 2304 bytes, a multiple of 9, so that both
+// encodings repeat every 4 KiB and DEFLATE finds the repeats quickly.
+func bigLogin(t testing.TB, n int) Packet {
+	t.Helper()
+	tile := make([]byte, 2304)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(tile)
+	skin := bytes.Repeat(tile, n*9/16/len(tile)+1)[:n*9/16]
+	chain := []string{fakeJWT(t, map[string]any{"extraData": map[string]any{"displayName": "Steve"}})}
+	cd := fakeJWT(t, map[string]any{"SkinData": base64.StdEncoding.EncodeToString(skin)})
+	return Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)}
+}
+
+// issueBomb returns the batch of issue 9: 16 KiB of DEFLATE inflating to
+// 16 MiB of zeros, sent right after RequestNetworkSettings. It is built once.
+func issueBomb(t testing.TB) []byte {
+	t.Helper()
+	issueBombOnce.Do(func() {
+		issueBombBatch = append([]byte{0xfe, 0x00}, deflateBomb(t, 16<<20)...)
+	})
+	return issueBombBatch
+}
+
+var (
+	issueBombOnce  sync.Once
+	issueBombBatch []byte
+)

@@ -13,7 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Conn is the transport a Session runs over. raknet.Conn satisfies it.
+// Conn is the transport a Session runs over. raknet.Conn satisfies it. A
+// Conn that also has a Promote() method is told, through it, when the
+// player has logged in (see SetIdentity).
 type Conn interface {
 	// ReadPacket returns the next 0xfe batch the peer sent.
 	ReadPacket() ([]byte, error)
@@ -27,17 +29,47 @@ type Conn interface {
 	RemoteAddr() net.Addr
 }
 
+// promoter is a Conn that treats a connection differently once its player
+// has logged in. raknet.Conn, for one, gives a connection a much smaller
+// share of the listener's memory budget before Promote than after. The
+// session calls Promote once, when SetIdentity first accepts a player, and
+// never for a session whose Login was refused.
+type promoter interface {
+	Promote()
+}
+
 // DefaultFlushInterval is how long a written packet waits, at most, for
 // others to share its batch unless Config says otherwise: 50 ms, one game
 // tick, as gophertunnel flushes.
 const DefaultFlushInterval = 50 * time.Millisecond
 
+// DefaultLoginTimeout is how long a client has, from the start of Run, to
+// log in unless Config says otherwise: 10 s, as PocketMine-MP allows. A
+// Login of a few MiB crosses a slow mobile link in a few seconds, and until
+// then the connection holds a session and its pre-login share of the
+// transport's memory without having proven anything.
+const DefaultLoginTimeout = 10 * time.Second
+
+// Disconnect messages for sessions the server ends because the client broke
+// a limit.
+const (
+	loginTimeoutMessage     = "Login timed out."
+	preLoginTooLargeMessage = "Your login data is too large for this server (is your skin very large?)."
+	tooLargeMessage         = "Packet too large."
+	budgetMessage           = "Too much data sent too fast."
+)
+
 // ErrHandlerPanic is wrapped by the error Run returns when the Handler
 // panicked, so a caller can tell a bug in a handler from a misbehaving peer.
 var ErrHandlerPanic = errors.New("handler panicked")
 
+// ErrLoginTimeout is wrapped by the error Run returns when the player did
+// not log in (see SetIdentity) within Config.LoginTimeout.
+var ErrLoginTimeout = errors.New("login timed out")
+
 // Config configures a Session. Its zero value is ready to use: the default
-// GateHandler, no logging, 16 MiB batches and a 50 ms flush interval.
+// GateHandler, no logging, batches of 4 MiB before login and 16 MiB after, a
+// 10 s login deadline and a 50 ms flush interval.
 type Config struct {
 	// Handler receives the session's events. Nil means GateHandler{}.
 	Handler Handler
@@ -45,9 +77,20 @@ type Config struct {
 	// context. Nil discards them.
 	Log *zerolog.Logger
 	// MaxDecompressedSize caps the decompressed size of an incoming batch in
-	// bytes; a bigger batch ends the session. Zero or less means
-	// DefaultMaxDecompressedSize.
+	// bytes once the player has logged in; a bigger batch ends the session
+	// with a Disconnect. Zero or less means DefaultMaxDecompressedSize.
 	MaxDecompressedSize int
+	// MaxPreLoginSize caps the decompressed size of an incoming batch in
+	// bytes until the player has logged in (SetIdentity); a bigger batch
+	// ends the session with a Disconnect. Zero or less means
+	// DefaultMaxPreLoginSize, and it is never more than
+	// MaxDecompressedSize.
+	MaxPreLoginSize int
+	// LoginTimeout is how long after Run starts the player has to log in
+	// (SetIdentity) before the session ends with a Disconnect ("Login timed
+	// out.") and Run returns an error wrapping ErrLoginTimeout. Zero means
+	// DefaultLoginTimeout; negative means no deadline.
+	LoginTimeout time.Duration
 	// FlushInterval is the longest a written packet is buffered before its
 	// batch is sent. Zero or less means DefaultFlushInterval.
 	FlushInterval time.Duration
@@ -58,6 +101,15 @@ type Config struct {
 // handler writes. Create it with New and drive it with Run. Its methods are
 // safe for concurrent use; closing it from any goroutine is safe and ends
 // Run.
+//
+// Until the player has logged in (SetIdentity) a session is held to less:
+// batches decompress to at most Config.MaxPreLoginSize, with a budget of
+// about that much decompression in all, and the login must come within
+// Config.LoginTimeout. Afterwards batches may reach
+// Config.MaxDecompressedSize, within a budget of 32 MiB of decompression a
+// second. A client that breaks a limit is sent a Disconnect saying so and
+// the session ends; Run's error wraps ErrTooLarge, ErrDecompressionBudget or
+// ErrLoginTimeout.
 type Session struct {
 	conn     Conn
 	handler  Handler
@@ -68,6 +120,15 @@ type Session struct {
 	// compressed mirrors enc.compressed for the reading side.
 	compressed atomic.Bool
 	running    atomic.Bool
+
+	// loggedIn is set by the first SetIdentity, which also closes
+	// loginDone to stop the login deadline.
+	loggedIn     atomic.Bool
+	loginDone    chan struct{}
+	loginTimeout time.Duration // 0: no deadline
+	// maxSize is the batch cap once logged in; dec.maxSize is the cap in
+	// force.
+	maxSize int
 
 	// dec is owned by the goroutine running Run.
 	dec batchDecoder
@@ -92,12 +153,13 @@ func New(conn Conn, cfg Config) *Session {
 		panic("session: New with nil Conn")
 	}
 	s := &Session{
-		conn:     conn,
-		handler:  cfg.Handler,
-		interval: cfg.FlushInterval,
-		baseLog:  zerolog.Nop(),
-		kick:     make(chan struct{}, 1),
-		closed:   make(chan struct{}),
+		conn:      conn,
+		handler:   cfg.Handler,
+		interval:  cfg.FlushInterval,
+		baseLog:   zerolog.Nop(),
+		kick:      make(chan struct{}, 1),
+		closed:    make(chan struct{}),
+		loginDone: make(chan struct{}),
 	}
 	if s.handler == nil {
 		s.handler = GateHandler{}
@@ -105,9 +167,20 @@ func New(conn Conn, cfg Config) *Session {
 	if s.interval <= 0 {
 		s.interval = DefaultFlushInterval
 	}
-	s.dec.maxSize = cfg.MaxDecompressedSize
+	s.maxSize = cfg.MaxDecompressedSize
+	if s.maxSize <= 0 {
+		s.maxSize = DefaultMaxDecompressedSize
+	}
+	s.dec.maxSize = cfg.MaxPreLoginSize
 	if s.dec.maxSize <= 0 {
-		s.dec.maxSize = DefaultMaxDecompressedSize
+		s.dec.maxSize = DefaultMaxPreLoginSize
+	}
+	s.dec.maxSize = min(s.dec.maxSize, s.maxSize)
+	switch {
+	case cfg.LoginTimeout == 0:
+		s.loginTimeout = DefaultLoginTimeout
+	case cfg.LoginTimeout > 0:
+		s.loginTimeout = cfg.LoginTimeout
 	}
 	if cfg.Log != nil {
 		s.baseLog = *cfg.Log
@@ -144,9 +217,11 @@ func (s *Session) Run(ctx context.Context) error {
 // serve runs the handler over incoming batches until the session must end,
 // and returns why (nil when it was closed on purpose).
 func (s *Session) serve() error {
+	s.dec.budget = newTokenBucket(preLoginDecompressRate, s.dec.maxSize, s.dec.clock())
 	if err := s.callOpen(); err != nil {
 		return err
 	}
+	loggedIn := false
 	for {
 		b, err := s.conn.ReadPacket()
 		if s.isClosed() {
@@ -155,10 +230,17 @@ func (s *Session) serve() error {
 		if err != nil {
 			return fmt.Errorf("read batch: %w", err)
 		}
+		if !loggedIn && s.loggedIn.Load() {
+			// The player logged in during an earlier batch: the batches
+			// from here on get the logged-in cap and a fresh budget.
+			loggedIn = true
+			s.dec.maxSize = s.maxSize
+			s.dec.budget = newTokenBucket(decompressRate, s.maxSize, s.dec.clock())
+		}
 		s.dec.compressed = s.compressed.Load()
 		pks, err := s.dec.decode(b)
 		if err != nil {
-			return err
+			return s.refuse(err, loggedIn)
 		}
 		for _, p := range pks {
 			if err := s.callPacket(p); err != nil {
@@ -172,12 +254,52 @@ func (s *Session) serve() error {
 	}
 }
 
+// refuse ends the session over a batch that broke a size or budget limit,
+// telling the client why, and returns err. Any other decode error ends it
+// without a word: a client that sends malformed batches is not one a
+// message would help.
+func (s *Session) refuse(err error, loggedIn bool) error {
+	var msg string
+	switch {
+	case errors.Is(err, ErrDecompressionBudget):
+		msg = budgetMessage
+	case errors.Is(err, ErrTooLarge) && !loggedIn:
+		msg = preLoginTooLargeMessage
+		err = fmt.Errorf("%w before login", err)
+	case errors.Is(err, ErrTooLarge):
+		msg = tooLargeMessage
+	default:
+		return err
+	}
+	s.closeWith(err, disconnectPacket(DisconnectReasonBadPacket, msg))
+	return err
+}
+
+// disconnectPacket returns a Disconnect packet with reason and message.
+func disconnectPacket(reason DisconnectReason, message string) *Packet {
+	pk := disconnect{Reason: reason, Message: message}
+	return &Packet{ID: IDDisconnect, Payload: pk.Append(nil)}
+}
+
 // flushLoop sends buffered packets FlushInterval after the first of a batch
-// was written, and closes the session when ctx is done.
+// was written, ends the session at the login deadline unless the player has
+// logged in, and closes the session when ctx is done. Its two timers are
+// stopped when it returns, and the login deadline as soon as the player
+// logs in, so a session leaves nothing behind.
 func (s *Session) flushLoop(ctx context.Context) {
 	t := time.NewTimer(s.interval)
 	t.Stop()
 	defer t.Stop()
+	var lt *time.Timer
+	var loginC <-chan time.Time
+	loginDone := s.loginDone
+	if s.loginTimeout > 0 {
+		lt = time.NewTimer(s.loginTimeout)
+		defer lt.Stop()
+		loginC = lt.C
+	} else {
+		loginDone = nil // no deadline to stop
+	}
 	for {
 		select {
 		case <-s.kick:
@@ -187,6 +309,16 @@ func (s *Session) flushLoop(ctx context.Context) {
 				s.closeWith(err, nil)
 				return
 			}
+		case <-loginDone:
+			lt.Stop()
+			loginC, loginDone = nil, nil
+		case <-loginC:
+			if !s.loggedIn.Load() {
+				err := fmt.Errorf("%w after %v", ErrLoginTimeout, s.loginTimeout)
+				s.closeWith(err, disconnectPacket(DisconnectReasonTimeout, loginTimeoutMessage))
+				return
+			}
+			loginC, loginDone = nil, nil
 		case <-ctx.Done():
 			s.closeWith(context.Cause(ctx), nil)
 			return
@@ -346,9 +478,7 @@ func (s *Session) Disconnect(message string) error {
 // then returns nil. It returns an error wrapping net.ErrClosed if the
 // session was already closed, and otherwise the error of writing or closing.
 func (s *Session) DisconnectWith(reason DisconnectReason, message string) error {
-	pk := disconnect{Reason: reason, Message: message}
-	p := Packet{ID: IDDisconnect, Payload: pk.Append(nil)}
-	first, err := s.closeWith(nil, &p)
+	first, err := s.closeWith(nil, disconnectPacket(reason, message))
 	if !first {
 		return fmt.Errorf("disconnect: %w", net.ErrClosed)
 	}
@@ -410,11 +540,23 @@ func (s *Session) Identity() (Identity, bool) {
 }
 
 // SetIdentity records who the client is, typically from ParseLogin, and adds
-// the player's name and UUID to the session's logger.
+// the player's name and UUID to the session's logger. The first call also
+// marks the player logged in: the login deadline stops, the batches after
+// the current one get the logged-in size cap and decompression budget, and
+// the Conn, if it has a Promote method, is told the connection now carries
+// a player. A handler calls it once it accepts a Login, and never for one it
+// refuses.
 func (s *Session) SetIdentity(id Identity) {
 	s.identity.Store(&id)
 	l := s.baseLog.With().Str("player", id.DisplayName).Str("uuid", id.UUID.String()).Logger()
 	s.log.Store(&l)
+	if !s.loggedIn.CompareAndSwap(false, true) {
+		return
+	}
+	close(s.loginDone)
+	if p, ok := s.conn.(promoter); ok {
+		p.Promote()
+	}
 }
 
 // RemoteAddr returns the client's address, as the Conn reports it.

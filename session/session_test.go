@@ -424,7 +424,8 @@ func TestSessionFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval = 30 * time.Millisecond
 		c := newFakeConn()
-		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval})
+		// No login deadline: the session must stay idle for an hour.
+		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval, LoginTimeout: -1})
 		done := make(chan error, 1)
 		go func() { done <- s.Run(context.Background()) }()
 
@@ -544,8 +545,13 @@ func TestSessionFlushSplitsBySize(t *testing.T) {
 func BenchmarkSessionDispatch(b *testing.B) {
 	c := newFakeConn()
 	c.in = make(chan []byte) // hand each batch over synchronously
-	s := New(c, Config{Handler: NopHandler{}})
+	s := New(c, Config{Handler: NopHandler{}, LoginTimeout: -1})
 	s.EnableCompression(1)
+	s.SetIdentity(Identity{})
+	// A clock that jumps a second per batch keeps the decompression budget
+	// full: this measures dispatch, not the limit.
+	var clk time.Time
+	s.dec.now = func() time.Time { clk = clk.Add(time.Second); return clk }
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	batch := clientBatch(b, deflated, benchPackets()...)
@@ -555,4 +561,215 @@ func BenchmarkSessionDispatch(b *testing.B) {
 	}
 	s.Close()
 	<-done
+}
+
+// TestSessionPreLoginCap checks the cap before login: issue 9's bomb
+// right after RequestNetworkSettings is refused once it has inflated one
+// byte past the cap, as is a Login just over it, while a Login as large as
+// the largest on record gets in.
+func TestSessionPreLoginCap(t *testing.T) {
+	defer checkGoroutines(t)()
+	tests := []struct {
+		name  string
+		batch []byte
+		ok    bool
+	}{
+		{"16 KiB inflating to 16 MiB", issueBomb(t), false},
+		{"Login of 2,172,295 bytes", clientBatch(t, deflated, bigLogin(t, 2172295)), true},
+		{"Login over the cap", clientBatch(t, deflated, bigLogin(t, DefaultMaxPreLoginSize)), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, done := start(t, context.Background(), Config{})
+			c.negotiate(t)
+			c.send(tc.batch)
+			err := wait(t, done)
+			c.waitClosed(t)
+			if tc.ok {
+				c.expectDisconnect(t, true, DisconnectReasonKicked, GateHandler{}.message("Steve"))
+				if err != nil {
+					t.Errorf("Run: got %v, want nil", err)
+				}
+				if _, ok := s.Identity(); !ok {
+					t.Error("got no identity, want Steve logged in")
+				}
+				return
+			}
+			c.expectDisconnect(t, true, DisconnectReasonBadPacket, preLoginTooLargeMessage)
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("Run: got %v, want %v", err, ErrTooLarge)
+			}
+			if got, want := s.dec.inflated, int64(DefaultMaxPreLoginSize)+1; got != want {
+				t.Errorf("inflated %d bytes, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestSessionDecompressionBudget checks the budget before and after login at
+// fixed times: 64 KiB/s with a burst of the pre-login cap before, 32 MiB/s
+// with a burst of the batch cap after.
+func TestSessionDecompressionBudget(t *testing.T) {
+	defer checkGoroutines(t)()
+	const preLogin, maxSize = 256 << 10, 1 << 20
+	type step struct {
+		at   time.Duration // since t0
+		size int           // decompressed size of a batch of zeros
+	}
+	tests := []struct {
+		name  string
+		login bool // log in before the steps
+		steps []step
+		want  error // for the last step; the others pass
+	}{
+		{"before login: over the pre-login cap", false, []step{{0, preLogin + 1}}, ErrTooLarge},
+		{"before login: the burst, then more at once", false, []step{{0, preLogin}, {0, 64 << 10}}, ErrDecompressionBudget},
+		{"before login: refilled at 64 KiB/s", false, []step{{0, preLogin}, {time.Second, 64 << 10}}, nil},
+		{"after login: over the pre-login cap", true, []step{{0, maxSize}}, nil},
+		{"after login: over the batch cap", true, []step{{0, maxSize + 1}}, ErrTooLarge},
+		{"after login: two full batches 1/64 s apart", true, []step{{0, maxSize}, {time.Second / 64, maxSize}}, ErrDecompressionBudget},
+		{"after login: two full batches 1/32 s apart", true, []step{{0, maxSize}, {time.Second / 32, maxSize}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeConn()
+			s := New(c, Config{Handler: holder{}, MaxPreLoginSize: preLogin, MaxDecompressedSize: maxSize})
+			var at atomic.Int64 // since t0; read by Run's goroutine
+			s.dec.now = func() time.Time { return t0.Add(time.Duration(at.Load())) }
+			done := make(chan error, 1)
+			go func() { done <- s.Run(context.Background()) }()
+			c.negotiate(t)
+			if tc.login {
+				c.send(clientBatch(t, deflated, Packet{ID: IDLogin, Payload: steveLogin(t)}))
+			}
+			for i, st := range tc.steps {
+				at.Store(int64(st.at))
+				c.send(sizedBatch(t, st.size))
+				if i < len(tc.steps)-1 || tc.want == nil {
+					c.sync(t)
+				}
+			}
+			if tc.want == nil {
+				s.Close()
+				if err := wait(t, done); err != nil {
+					t.Errorf("Run: got %v, want nil", err)
+				}
+				return
+			}
+			msg := budgetMessage
+			switch {
+			case tc.want == ErrTooLarge && tc.login:
+				msg = tooLargeMessage
+			case tc.want == ErrTooLarge:
+				msg = preLoginTooLargeMessage
+			}
+			c.expectDisconnect(t, true, DisconnectReasonBadPacket, msg)
+			if err := wait(t, done); !errors.Is(err, tc.want) {
+				t.Errorf("Run: got %v, want %v", err, tc.want)
+			}
+			c.waitClosed(t)
+		})
+	}
+}
+
+// TestSessionLoginDeadline checks, in fake time, that a session whose
+// player has not logged in by the deadline is sent a Disconnect and closed,
+// and that logging in stops the deadline.
+func TestSessionLoginDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration // Config.LoginTimeout
+		loginAt time.Duration // 0: never
+		endsAt  time.Duration // 0: never
+	}{
+		{"default deadline", 0, 0, DefaultLoginTimeout},
+		{"configured deadline", 3 * time.Second, 0, 3 * time.Second},
+		{"logged in a second before", 0, DefaultLoginTimeout - time.Second, 0},
+		{"no deadline", -1, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newFakeConn()
+				s := New(c, Config{Handler: NopHandler{}, LoginTimeout: tc.timeout})
+				done := make(chan error, 1)
+				go func() { done <- s.Run(context.Background()) }()
+				if tc.loginAt > 0 {
+					time.Sleep(tc.loginAt)
+					s.SetIdentity(Identity{DisplayName: "Steve"})
+				}
+				if tc.endsAt == 0 {
+					time.Sleep(time.Hour)
+					synctest.Wait()
+					if s.isClosed() || len(c.out) != 0 {
+						t.Fatalf("after an hour: got closed %v and %d batches, want open and none", s.isClosed(), len(c.out))
+					}
+					s.Close()
+					if err := <-done; err != nil {
+						t.Errorf("Run: got %v, want nil", err)
+					}
+					return
+				}
+				time.Sleep(tc.endsAt - time.Nanosecond)
+				synctest.Wait()
+				if s.isClosed() || len(c.out) != 0 {
+					t.Fatalf("just before the deadline: got closed %v and %d batches, want open and none", s.isClosed(), len(c.out))
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				c.expectDisconnect(t, false, DisconnectReasonTimeout, loginTimeoutMessage)
+				if err := <-done; !errors.Is(err, ErrLoginTimeout) {
+					t.Errorf("Run: got %v, want %v", err, ErrLoginTimeout)
+				}
+				select {
+				case <-c.closed:
+				default:
+					t.Error("conn not closed")
+				}
+			})
+		})
+	}
+}
+
+// TestSessionPromote checks the Conn is promoted once, when a player logs
+// in, and never for a Login refused or before one.
+func TestSessionPromote(t *testing.T) {
+	defer checkGoroutines(t)()
+	login := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: steveLogin(t)})
+	invalid := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")})
+	tests := []struct {
+		name    string
+		batches [][]byte
+		want    int32
+	}{
+		{"no login", nil, 0},
+		{"a valid login", [][]byte{login}, 1},
+		{"two valid logins", [][]byte{login, login}, 1},
+		{"an invalid login", [][]byte{invalid}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &promotingConn{fakeConn: newFakeConn()}
+			s := New(c, Config{Handler: holder{}})
+			done := make(chan error, 1)
+			go func() { done <- s.Run(context.Background()) }()
+			c.negotiate(t)
+			if got := c.promotes.Load(); got != 0 {
+				t.Fatalf("after network settings: got %d promotions, want 0", got)
+			}
+			for _, b := range tc.batches {
+				c.send(b)
+			}
+			if tc.batches != nil && bytes.Equal(tc.batches[0], invalid) {
+				c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, "Invalid login.")
+			} else {
+				c.sync(t)
+				s.Close()
+			}
+			wait(t, done)
+			if got := c.promotes.Load(); got != tc.want {
+				t.Errorf("got %d promotions, want %d", got, tc.want)
+			}
+		})
+	}
 }

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/basaltmc/basalt/session"
+)
+
+// Stats are a Server's counts of the sessions it ended because their client
+// broke a limit, by kind. Each of those clients was sent a Disconnect saying
+// why. None of them blocks an address or logs more than a debug line.
+type Stats struct {
+	// PreLoginTooLarge counts sessions that sent, before logging in, a
+	// batch decompressing beyond session.DefaultMaxPreLoginSize: a
+	// decompression bomb, or a Login with an outsize skin.
+	PreLoginTooLarge uint64
+	// TooLarge counts logged-in sessions that sent a batch decompressing
+	// beyond session.DefaultMaxDecompressedSize.
+	TooLarge uint64
+	// DecompressionBudget counts sessions that sent compressed batches
+	// faster than their decompression budget allows.
+	DecompressionBudget uint64
+	// LoginTimeouts counts sessions whose player had not logged in within
+	// Config.LoginTimeout.
+	LoginTimeouts uint64
+}
+
+// counters are a Server's Stats as they are kept, each updated on its own.
+type counters struct {
+	preLoginTooLarge, tooLarge, budget, loginTimeouts atomic.Uint64
+}
+
+// count records why a session ended, if its client broke a limit: err is
+// what Run returned, loggedIn whether its player had logged in.
+func (c *counters) count(err error, loggedIn bool) {
+	switch {
+	case err == nil:
+	case errors.Is(err, session.ErrLoginTimeout):
+		c.loginTimeouts.Add(1)
+	case errors.Is(err, session.ErrDecompressionBudget):
+		c.budget.Add(1)
+	case errors.Is(err, session.ErrTooLarge) && loggedIn:
+		c.tooLarge.Add(1)
+	case errors.Is(err, session.ErrTooLarge):
+		c.preLoginTooLarge.Add(1)
+	}
+}
+
+// Stats returns the server's counters. It is safe to call at any time; each
+// counter is read on its own, so they are not one snapshot.
+func (srv *Server) Stats() Stats {
+	c := &srv.stats
+	return Stats{
+		PreLoginTooLarge:    c.preLoginTooLarge.Load(),
+		TooLarge:            c.tooLarge.Load(),
+		DecompressionBudget: c.budget.Load(),
+		LoginTimeouts:       c.loginTimeouts.Load(),
+	}
+}
