@@ -41,6 +41,11 @@ const (
 	// queues and waiting for Read. Each connection may always hold a fair
 	// share, and far less before its peer logged in (see Conn.Promote).
 	DefaultMemoryBudget = 128 << 20
+	// preLoginShare is the memory a connection may hold before its peer
+	// logged in: a Bedrock Login with a skin arrives compressed as a split
+	// message of up to a few hundred KiB (real ones have been seen at
+	// ~300 KB in over 200 parts).
+	preLoginShare = 1 << 20
 	// DefaultMaxConnectionsPerIP caps the established connections of one
 	// IP address. Generous: a household or a LAN party behind one NAT
 	// address shares it, but one address opening connections from many
@@ -299,7 +304,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.perIP = make(map[netip.Addr]int)
 	if n := orDefaultInt(lc.MemoryBudget, DefaultMemoryBudget); n > 0 {
-		l.budget = guard.NewBudget(guard.BudgetConfig{Total: int64(n)})
+		// Before login a connection may hold 1 MiB: a Login with a skin
+		// arrives as a split message of up to a few hundred KiB.
+		l.budget = guard.NewBudget(guard.BudgetConfig{Total: int64(n), PreLoginCap: preLoginShare})
 	}
 	if l.cfg.MaxConnectionsPerIP == 0 {
 		l.cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP

@@ -219,6 +219,10 @@ func (srv *Server) Listen() error {
 }
 
 // listenConfig returns the configuration of every listener c asks for.
+// The session promotes a connection's share of the memory budget once its
+// player logged in.
+var _ interface{ Promote() } = (*raknet.Conn)(nil)
+
 func listenConfig(c Config) raknet.ListenConfig {
 	return raknet.ListenConfig{
 		ListenPacket:        c.listenPacket,
@@ -226,6 +230,7 @@ func listenConfig(c Config) raknet.ListenConfig {
 		MaxMTU:              c.MaxMTU,
 		MaxConnections:      c.MaxConnections,
 		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+		MemoryBudget:        c.MemoryBudget,
 		ProtocolVersions:    c.RakNetProtocols,
 		Timeout:             c.Timeout,
 		GUID:                c.GUID,
