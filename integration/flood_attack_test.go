@@ -187,7 +187,7 @@ func TestFloodMemoryBudget(t *testing.T) {
 	for _, n := range []int{1, 10, 50} {
 		t.Run(strconv.Itoa(n)+" connections", func(t *testing.T) {
 			lc := raknet.ListenConfig{}
-			setMemoryBudget(t, &lc, memoryBudget)
+			lc.MemoryBudget = memoryBudget
 			l, addr := echoListener(t, lc)
 			honest := newEchoProbe(t, goDial(t, addr.String()))
 			base := heapInUse()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -204,21 +203,6 @@ func heapInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
-}
-
-// setMemoryBudget sets ListenConfig.MemoryBudget, the listener's global
-// budget for what peers make it hold. It goes through reflection so the
-// tests that need the budget compile before the field exists; once it
-// does, set it directly. Without the field the test is marked failed and
-// goes on, so it still measures what an unbounded listener holds.
-func setMemoryBudget(t *testing.T, lc *raknet.ListenConfig, n int) {
-	t.Helper()
-	f := reflect.ValueOf(lc).Elem().FieldByName("MemoryBudget")
-	if !f.IsValid() || !f.CanSet() || f.Kind() != reflect.Int {
-		t.Errorf("raknet.ListenConfig has no MemoryBudget int field: no global budget bounds what peers make the listener hold")
-		return
-	}
-	f.SetInt(int64(n))
 }
 
 // dialClients dials n attack clients to server, from ClientAddr(first+i),
