@@ -211,3 +211,31 @@ func TestConnectionsPerIPReleased(t *testing.T) {
 		t.Errorf("per-IP table: got %v, want empty", l.perIP)
 	}
 }
+
+// Handshakes with cookies fill their own pool: past MaxHandshakes a new
+// one gets NoFreeIncomingConnections, and once one completes its place is
+// free again. Established connections are not counted.
+func TestHandshakePoolBounded(t *testing.T) {
+	l := listenTest(t, ListenConfig{MaxHandshakes: 2, CloseTimeout: 50 * time.Millisecond})
+	var open []*rawClient
+	for i := range 2 {
+		r := newRawClientAt(t, l.Addr(), netip.AddrFrom4([4]byte{127, 0, 4, byte(1 + i)}))
+		r.open(1400, int64(-1-i))
+		open = append(open, r)
+	}
+	r := newRawClientAt(t, l.Addr(), netip.MustParseAddr("127.0.4.9"))
+	r.send(r.request1(11, 1400))
+	var m wire.OpenConnectionReply1
+	if _, err := m.Decode(r.expect(wire.IDOpenConnectionReply1, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	r.cookie, r.hasCookie = m.Cookie, m.Security
+	r.send(r.request2(1400, -9))
+	r.expect(wire.IDNoFreeIncomingConnections, time.Second)
+	if st := l.Stats(); st.PoolFull != 1 || st.Handshaking != 2 {
+		t.Errorf("got %d refused for a full pool, %d handshaking, want 1, 2", st.PoolFull, st.Handshaking)
+	}
+	open[0].handshake(l, -1)
+	r.send(r.request2(1400, -9))
+	r.expect(wire.IDOpenConnectionReply2, time.Second)
+}
