@@ -90,8 +90,14 @@ type Stats struct {
 	DuplicateDatagrams               uint64
 	DuplicateFrames                  uint64
 	Errors                           uint64 // datagrams or frames refused
-	SRTT, RTTVar, MinRTT, RTO        time.Duration
-	Window, InFlight                 int // congestion window and bytes in flight
-	Buffered                         int // bytes held until acknowledged
-	Held, HeldBytes                  int // messages and bytes kept by Deliver, not yet Consumed
+	// BadAcks counts ACKs and NACKs dropped whole, also counted in
+	// Errors: records unsorted, overlapping or naming datagrams not sent.
+	BadAcks uint64
+	// NacksIgnored counts datagrams NACKed beyond the NACK budget
+	// (maxNACKedPerSecond) and so left to their RTO.
+	NacksIgnored              uint64
+	SRTT, RTTVar, MinRTT, RTO time.Duration
+	Window, InFlight          int // congestion window and bytes in flight
+	Buffered                  int // bytes held until acknowledged
+	Held, HeldBytes           int // messages and bytes kept by Deliver, not yet Consumed
 }

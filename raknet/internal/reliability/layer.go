@@ -47,7 +47,7 @@ func New(cfg Config, now time.Time) *Layer {
 		cfg:   cfg,
 		q:     newSendQueue(&cfg, send),
 		pack:  packer{maxDatagram: cfg.MaxDatagram},
-		sent:  sentHandler{hist: newSentHistory(send), cc: newCongestion(cfg.MaxDatagram, MaxInFlight)},
+		sent:  sentHandler{hist: newSentHistory(send), cc: newCongestion(cfg.MaxDatagram, MaxInFlight), nacks: newNackBudget(now)},
 		pace:  newPacer(cfg.MaxDatagram, now),
 		recv:  newReceivedTracker(recv, cfg.AckDelay),
 		nacks: newNackQueue(),
@@ -62,6 +62,7 @@ func (l *Layer) Stats() Stats {
 	s.MessagesSent = l.q.messages
 	s.FramesResent = l.pack.resent
 	s.DatagramsLost = l.sent.lost
+	s.BadAcks, s.NacksIgnored = l.sent.badAcks, l.sent.nacksIgnored
 	s.AcksSent, s.NacksSent = l.recv.sent, l.nacks.sent
 	s.DuplicateDatagrams, s.DuplicateFrames = l.recv.dups, l.rcv.dupFrames
 	s.MessagesDelivered = l.rcv.delivered
@@ -122,7 +123,10 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 			l.stats.Errors++
 			return err
 		}
-		l.sent.onAck(now, &l.ackBuf, &l.q)
+		if err := l.sent.onAck(now, &l.ackBuf, &l.q); err != nil {
+			l.stats.Errors++
+			return err
+		}
 		return nil
 	}
 	var h wire.DatagramHeader

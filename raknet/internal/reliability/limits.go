@@ -89,6 +89,21 @@ const (
 	// maxAckNumbersSent is the most datagram numbers one ACK or NACK
 	// names: go-raknet refuses a whole ACK or NACK naming more than 8192.
 	maxAckNumbersSent = 8192
+	// ackSpan is how far below the next datagram number a received ACK
+	// or NACK may reach: what may be in flight (MaxInFlight), and as many
+	// again for numbers named once more after they were acknowledged (a
+	// receiver repeats its ACKs, and acknowledges a duplicate again).
+	// Anything older, or never sent, drops the whole ACK.
+	ackSpan = 2 * MaxInFlight
+	// maxNACKedPerSecond bounds the datagrams a peer's NACKs make us
+	// resend, per second, as oomph's go-raknet fork does with the same
+	// 512: a NACK costs its sender a few bytes per number, the resend a
+	// datagram's worth of ours, so NACKs without a budget amplify and keep
+	// the window collapsing. A NACK beyond the budget is ignored; the RTO
+	// still recovers a datagram that was lost. nackBurst is how many may
+	// be NACKed at once: a second's worth, a quarter of the largest window.
+	maxNACKedPerSecond = 512
+	nackBurst          = maxNACKedPerSecond
 )
 
 // Timeouts (RFC 6298 with RakNet's numbers). RakNet datagram numbers are
