@@ -193,6 +193,11 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		x.size = r.asm.estimate(f)
 		x.split, x.splitID = true, f.SplitID
 	}
+	if x.budget {
+		// What the budget would not take: for a fragment of a message in
+		// progress, only what goes beyond its estimate.
+		x.size, _ = r.need(f)
+	}
 	if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
 		x.ordered, x.channel = true, f.OrderChannel
 		x.order = unwrap(r.order.get(f.OrderChannel).expected, f.OrderIndex)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,5 +298,57 @@ func TestBudgetAccounting(t *testing.T) {
 				t.Errorf("after Close: budget holds %d (%d reserved, %d released), want 0", fb.held, fb.reserved, fb.released)
 			}
 		})
+	}
+}
+
+// atomicBudget is a Budget shaped like a shared one: lock-free, one word.
+type atomicBudget struct {
+	held  atomic.Int64
+	limit int64
+}
+
+func (b *atomicBudget) Reserve(n int) bool {
+	for {
+		h := b.held.Load()
+		if h+int64(n) > b.limit {
+			return false
+		}
+		if b.held.CompareAndSwap(h, h+int64(n)) {
+			return true
+		}
+	}
+}
+
+func (b *atomicBudget) Release(n int) { b.held.Add(-int64(n)) }
+
+// orNil returns b as a Budget, nil if b is nil.
+func (b *atomicBudget) orNil() Budget {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// BenchmarkCleanPathBudget is BenchmarkCleanPath with a reader that keeps
+// every message and takes them each op, without a budget and with one:
+// the cost of charging it.
+func BenchmarkCleanPathBudget(b *testing.B) {
+	for _, msgs := range []int{1, 10} {
+		for _, budget := range []bool{false, true} {
+			b.Run(fmt.Sprintf("msgs=%d/budget=%v", msgs, budget), func(b *testing.B) {
+				var ab *atomicBudget
+				if budget {
+					ab = &atomicBudget{limit: 1 << 20}
+				}
+				op, _, r := cleanPathKept(b, msgs, true, ab.orNil())
+				b.ReportAllocs()
+				for b.Loop() {
+					op()
+				}
+				if st := r.Stats(); st.Errors != 0 || st.Reserved != 0 {
+					b.Fatalf("got %d refused, %d reserved, want 0, 0", st.Errors, st.Reserved)
+				}
+			})
+		}
 	}
 }
