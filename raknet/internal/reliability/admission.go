@@ -78,6 +78,11 @@ type admission struct {
 	// is room (the room it counted went to those it pulled, which may
 	// not come back: a sender ignores a NACK of what it already resent).
 	heldDue bool
+	// budgeted counts the refusals for the budget, minBudget the least
+	// room one of them needs. budgetWait is the interval between tries
+	// while the budget has no room for any, backed off from pullInterval.
+	budgeted, minBudget int
+	budgetWait          time.Duration
 }
 
 // admit checks one frame against the receive limits before anything is
@@ -208,15 +213,28 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		}
 		a.timed++
 	}
+	if x.budget {
+		if a.budgeted == 0 || x.size < a.minBudget {
+			a.minBudget = x.size
+		}
+		a.budgeted++
+	}
 	a.pulls = append(a.pulls, x)
 }
 
-// count recounts the timed refusals.
+// count recounts the timed refusals and those for the budget.
 func (a *admission) count() {
-	a.timed = 0
+	a.timed, a.budgeted, a.minBudget = 0, 0, 0
 	for i := range a.pulls {
-		if !a.pulls[i].held {
+		x := &a.pulls[i]
+		if !x.held {
 			a.timed++
+		}
+		if x.budget {
+			if a.budgeted == 0 || x.size < a.minBudget {
+				a.minBudget = x.size
+			}
+			a.budgeted++
 		}
 	}
 }
@@ -264,6 +282,19 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 	}
 	a.at = now.Add(pullInterval)
 	a.heldDue = false
+	budgetFull := false // no budget refusal fits: none is tried
+	if a.budgeted > 0 && a.minBudget > 0 && !c.fits(a.minBudget, 0) {
+		if a.budgeted == len(a.pulls) {
+			// Nothing can be pulled, and nothing here frees the
+			// budget: try again later, less often while it stays full.
+			a.budgetWait = min(max(2*a.budgetWait, 2*pullInterval), maxBudgetPullWait)
+			a.at = now.Add(a.budgetWait)
+			return
+		}
+		budgetFull = true
+	} else {
+		a.budgetWait = 0
+	}
 	held := r.held // the room left, taken by each held refusal pulled
 	room := a.room(r)
 	k := 0        // refusals kept
@@ -281,7 +312,7 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 	// have a round's worth resent to be refused again. A message's
 	// fragments, neighbours here, are counted once. After one that does
 	// not fit, the rest wait for the next round.
-	budget, lastSplit, budgetFull := 0, -1, false
+	budget, lastSplit := 0, -1
 	fitsBudget := func(x *refusal, dist uint64) bool {
 		if !x.budget {
 			return true
@@ -359,6 +390,7 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 // close forgets every refusal.
 func (a *admission) close() {
 	a.pulls, a.timed, a.heldDue = nil, 0, false
+	a.budgeted, a.minBudget, a.budgetWait = 0, 0, 0
 }
 
 // waiting reports whether refused datagrams wait to be pulled when room

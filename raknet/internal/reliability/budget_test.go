@@ -88,19 +88,21 @@ func TestBudgetRefusalIsBackpressure(t *testing.T) {
 			if st := b.Stats(); st.BudgetRefused != uint64(len(ds)) || st.Reserved != 0 || b.b.held != 0 {
 				t.Fatalf("after the refusals: got %d refused, %d reserved, %d held by the budget, want %d, 0, 0", st.BudgetRefused, st.Reserved, b.b.held, len(ds))
 			}
-			// The budget stays full: the pull interval passes without
-			// asking for what would be refused again.
-			if d := b.NextDeadline(now); !d.Equal(now.Add(pullInterval)) {
-				t.Fatalf("NextDeadline: got %v, want the pull interval %v", d.Sub(now), pullInterval)
-			}
-			now = now.Add(pullInterval)
+			// The budget stays full: the tries find no room and ask for
+			// nothing that would be refused again, backing off.
 			first, _ := decodeData(t, ds[0])
-			if out := drain(b.Layer, now); nacked(t, out, first) {
-				t.Fatal("pulled a refusal while the budget had no room")
+			for _, wait := range []time.Duration{pullInterval, 2 * pullInterval, 4 * pullInterval, 8 * pullInterval, maxBudgetPullWait} {
+				if d := b.NextDeadline(now); d.After(now.Add(wait)) || !b.adm.at.Equal(now.Add(wait)) {
+					t.Fatalf("next try: got %v (NextDeadline %v), want in %v", b.adm.at.Sub(now), d.Sub(now), wait)
+				}
+				now = now.Add(wait)
+				if out := drain(b.Layer, now); nacked(t, out, first) {
+					t.Fatal("pulled a refusal while the budget had no room")
+				}
 			}
-			// Another connection frees room: the next interval pulls.
+			// Another connection frees room: the next try pulls.
 			b.b.limit = 1 << 20
-			now = now.Add(pullInterval)
+			now = b.adm.at
 			out := drain(b.Layer, now)
 			for _, d := range ds {
 				if n, _ := decodeData(t, d); !nacked(t, out, n) {

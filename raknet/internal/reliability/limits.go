@@ -177,6 +177,12 @@ const (
 	// invited into a resend storm.
 	pullInterval = 10 * time.Millisecond
 	pullBatch    = 256
+	// maxBudgetPullWait is the longest a refusal for the budget waits
+	// between tries while the budget has room for none: tries double
+	// their interval up to it, so a connection whose peer overflows its
+	// share is not woken a hundred times a second while the listener is
+	// full, and is asked again soon enough once room frees up.
+	maxBudgetPullWait = 8 * pullInterval
 	// probeSpan is how many numbers past the highest received a probe
 	// names: the tail a sender's last burst may have lost.
 	probeSpan = 256
