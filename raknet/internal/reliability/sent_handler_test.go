@@ -537,9 +537,9 @@ func TestBadAckChangesNothing(t *testing.T) {
 }
 
 // BenchmarkAck measures handling one ACK datagram. hostile: 4096 records
-// naming numbers never sent, or all naming what is in flight; valid: an
-// ACK of 16 datagrams in flight, and its repeat, as our receiver sends
-// every range twice.
+// naming numbers never sent, all naming what is in flight, or naming
+// each of the last 4096 numbers sent; valid: an ACK of 16 datagrams in
+// flight, and its repeat, as our receiver sends every range twice.
 func BenchmarkAck(b *testing.B) {
 	many := func(r wire.AckRange) []byte {
 		ranges := make([]wire.AckRange, wire.MaxAckRecords)
@@ -579,6 +579,37 @@ func BenchmarkAck(b *testing.B) {
 			}
 		})
 	}
+	b.Run("hostile/accepted", func(b *testing.B) {
+		// 4096 adjacent single records up to the last number sent, after
+		// a history longer than that: sorted, disjoint and within the
+		// numbers sent, so handled, each number visited once.
+		p := newTestPeer(b, Config{})
+		m := make([]byte, p.MaxUnsplit(wire.Reliable))
+		now := t0
+		var a wire.Ack
+		for p.sent.hist.next-p.sent.hist.start < 2*wire.MaxAckRecords {
+			first := p.sent.hist.next
+			for range pacingBurst {
+				mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+			}
+			drain(p.Layer, now)
+			now = now.Add(ms(1))
+			mustHandle(b, p.Layer, now, ackDatagram(false, wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)}))
+		}
+		for range pacingBurst {
+			mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+		}
+		drain(p.Layer, now)
+		for n := p.sent.hist.next - wire.MaxAckRecords; n < p.sent.hist.next; n++ {
+			a.Ranges = append(a.Ranges, wire.AckRange{Start: u24(n), End: u24(n)})
+		}
+		d := a.Append(nil)
+		mustHandle(b, p.Layer, now.Add(ms(1)), d)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.HandleDatagram(now.Add(ms(1)), d)
+		}
+	})
 	b.Run("valid/fresh", func(b *testing.B) {
 		// Each op sends 16 datagrams and handles their ACK.
 		p := newTestPeer(b, Config{})
