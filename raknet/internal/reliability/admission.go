@@ -275,11 +275,8 @@ func (a *admission) sortPulls(r *receiver) {
 // many as the room takes and at most pullBatch. Those refused for the
 // messages held are pulled only as far as the room of those goes, and
 // those refused for the budget as far as c could reserve for them now,
-// which, the budget being shared, is tried every interval. Refusals of
-// numbers below floor, which the datagram window gave up on, are
-// forgotten: a datagram of that number would be dropped as too old, and
-// a NACK of it refused whole by a sender that checks what it names.
-func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram int, c *charge, floor uint64) {
+// which, the budget being shared, is tried every interval.
+func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram int, c *charge) {
 	if len(a.pulls) == 0 || (a.timed == 0 && !a.heldDue) || now.Before(a.at) {
 		return
 	}
@@ -349,9 +346,6 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 		// sorting, which a full connection would otherwise pay for every
 		// interval.
 		for _, x := range a.pulls {
-			if x.num < floor {
-				continue
-			}
 			if a.distance(r, &x) == 0 && (!x.held || held.claim(x.size)) && fitsBudget(&x, 0) {
 				nq.pull(x.num, now)
 				continue
@@ -363,9 +357,6 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 		n, pulled := 0, 0
 		for ; n < len(a.pulls); n++ {
 			x := a.pulls[n]
-			if x.num < floor {
-				continue
-			}
 			dist := a.distance(r, &x)
 			if dist > 0 {
 				// Fragments of one message are neighbours here: its
@@ -385,9 +376,7 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 			pulled++
 		}
 		for _, x := range a.pulls[n:] {
-			if x.num >= floor {
-				keep(x)
-			}
+			keep(x)
 		}
 	}
 	a.pulls = a.pulls[:k]

@@ -354,25 +354,3 @@ func BenchmarkCleanPathBudget(b *testing.B) {
 		}
 	}
 }
-
-// A refusal whose number the datagram window gave up on is forgotten,
-// not pulled: the number would be dropped as too old, and a NACK naming
-// it refused whole by a sender that checks what it names.
-func TestPullForgetsOldRefusals(t *testing.T) {
-	b := newBudgetPeer(t, 0, Config{})
-	one := func(n uint32) []byte {
-		return dataDatagram(n, wire.Frame{Reliability: wire.Unreliable, Payload: []byte{1, 2, 3}})
-	}
-	if err := b.HandleDatagram(t0, one(0)); !errors.Is(err, ErrBudget) {
-		t.Fatalf("got error %v, want %v", err, ErrBudget)
-	}
-	b.b.limit = 1 << 20
-	mustHandle(t, b.Layer, t0, one(datagramWindowSpan+100))
-	if b.recv.win.base <= absBase {
-		t.Fatalf("datagram window base: got %d, want past 0", b.recv.win.base-absBase)
-	}
-	out := drain(b.Layer, t0.Add(pullInterval))
-	if nacked(t, out, 0) || len(b.adm.pulls) != 0 {
-		t.Errorf("got datagram 0 pulled %v, %d refusals kept, want false, 0", nacked(t, out, 0), len(b.adm.pulls))
-	}
-}

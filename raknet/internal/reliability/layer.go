@@ -251,7 +251,7 @@ func (l *Layer) waiting() bool { return l.rcv.waiting() || l.adm.waiting() }
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
 	if len(l.adm.pulls) > 0 {
-		l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram, &l.charge, l.recv.win.base)
+		l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram, &l.charge)
 	}
 	if srtt := l.sent.rtt.smoothed(); l.waiting() && l.probe.due(now, srtt) {
 		l.probe.fire(now, srtt, l.recv.high)

@@ -90,11 +90,11 @@ const (
 	// names: go-raknet refuses a whole ACK or NACK naming more than 8192.
 	maxAckNumbersSent = 8192
 	// ackSpan is how far below the next datagram number a received ACK
-	// or NACK may reach: a receiver of ours names any number its
-	// datagram window still tracks (it acknowledges a duplicate again,
-	// and asks for refused datagrams within it), and the newest it has
-	// seen is behind our next by what is in flight. Anything older, or
-	// never sent, drops the whole ACK.
+	// may reach: a receiver of ours acknowledges any number its datagram
+	// window still tracks (a duplicate is acknowledged again), and the
+	// newest it has seen is behind our next by what is in flight.
+	// Anything older, or never sent, drops the whole ACK. (A NACK may
+	// name any number sent: see sentHistory.check.)
 	ackSpan = datagramWindowSpan + MaxInFlight
 	// maxNACKedPerSecond bounds the datagrams a peer's NACKs make us
 	// resend, per second, as oomph's go-raknet fork does with the same

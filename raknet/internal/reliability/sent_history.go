@@ -104,9 +104,13 @@ var (
 //
 // The numbers sent are the last ackSpan up to the next to send, the
 // already acknowledged among them included, since a peer names those
-// again. A NACK may reach probeSpan past the last one sent: a receiver's
-// silence probe names the numbers a sender uses next, and RakNet senders
-// ignore what they have not used.
+// again. A NACK may reach further back, to the first number sent: a
+// receiver asks for the datagrams it refused for as long as it remembers
+// them, and senders that keep a datagram until it is acknowledged or
+// resent (go-raknet) still act on it; we have forgotten it, and it costs
+// nothing. A NACK may also reach probeSpan past the last one sent: a
+// receiver's silence probe names the numbers a sender uses next, and
+// RakNet senders ignore what they have not used.
 //
 // Records are sorted by wire number, as RakNet's RangeList and go-raknet
 // write them, or by their place in the sequence, as ours are; the two
@@ -117,7 +121,7 @@ func (h *sentHistory) check(a *wire.Ack) error {
 	lowest := max(h.next-min(h.next, ackSpan), h.start)
 	highest := h.next // exclusive
 	if a.NACK {
-		highest += probeSpan
+		lowest, highest = h.start, highest+probeSpan
 	}
 	ref := h.next - 1
 	var first, prevHi uint64

@@ -101,19 +101,24 @@ func TestAckCheck(t *testing.T) {
 			}
 		})
 	}
-	// A long history: only the last ackSpan numbers may be named.
+	// A long history: an ACK may name only the last ackSpan numbers, a
+	// NACK any number sent.
 	h := newSentHistory(absBase)
 	h.next += 3 * ackSpan
 	for _, tc := range []struct {
+		nack bool
 		lo   uint64
 		want error
 	}{
-		{h.next - ackSpan, nil},
-		{h.next - ackSpan - 1, errAckSpan},
+		{false, h.next - ackSpan, nil},
+		{false, h.next - ackSpan - 1, errAckSpan},
+		{true, h.next - ackSpan - 1, nil},
+		{true, absBase, nil},
+		{true, absBase - 1, errAckSpan},
 	} {
-		a := wire.Ack{Ranges: []wire.AckRange{{Start: u24(tc.lo), End: u24(h.next - 1)}}}
+		a := wire.Ack{NACK: tc.nack, Ranges: []wire.AckRange{{Start: u24(tc.lo), End: u24(tc.lo)}, {Start: u24(h.next - 1), End: u24(h.next - 1)}}}
 		if err := h.check(&a); err != tc.want {
-			t.Errorf("check from %d below next: got %v, want %v", h.next-tc.lo, err, tc.want)
+			t.Errorf("check (NACK %v) from %d below next: got %v, want %v", tc.nack, h.next-tc.lo, err, tc.want)
 		}
 	}
 }
