@@ -25,6 +25,12 @@ import (
 // it is ordered and can wait at the head of its channel. Its refusal is
 // pulled when Consumed makes room, not on the pull interval, since nothing
 // else frees that room.
+//
+// With a Config.Budget, a frame within the receive limits must also have
+// its bytes reserved from the budget (see budget.go). A refusal for the
+// budget is pulled on the pull interval as far as the budget would take
+// it then: the budget is shared, and room frees up in other connections,
+// which this layer cannot see.
 
 // errNotConnected is returned for a datagram without the valid flag.
 var errNotConnected = errors.New("handle datagram: not a connected datagram")
@@ -52,6 +58,9 @@ type refusal struct {
 	channel uint8
 	ordered bool
 	held    bool // refused for the room of the messages held
+	budget  bool // refused for Config.Budget
+	split   bool // its refused frame is a fragment, of message splitID
+	splitID uint16
 }
 
 // admission checks frames against the receive limits and remembers the
@@ -69,6 +78,11 @@ type admission struct {
 	// is room (the room it counted went to those it pulled, which may
 	// not come back: a sender ignores a NACK of what it already resent).
 	heldDue bool
+	// budgeted counts the refusals for the budget, minBudget the least
+	// room one of them needs. budgetWait is the interval between tries
+	// while the budget has no room for any, backed off from pullInterval.
+	budgeted, minBudget int
+	budgetWait          time.Duration
 }
 
 // admit checks one frame against the receive limits before anything is
@@ -179,9 +193,15 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		a.pulls = a.pulls[:maxPulls*3/4]
 		a.count()
 	}
-	x := refusal{num: abs, size: len(f.Payload), held: err == errRefuseHeld}
+	x := refusal{num: abs, size: len(f.Payload), held: err == errRefuseHeld, budget: err == errRefuseBudget}
 	if f.Split {
 		x.size = r.asm.estimate(f)
+		x.split, x.splitID = true, f.SplitID
+	}
+	if x.budget {
+		// What the budget would not take: for a fragment of a message in
+		// progress, only what goes beyond its estimate.
+		x.size, _ = r.need(f)
 	}
 	if f.Reliability.Ordered() && !f.Reliability.Sequenced() {
 		x.ordered, x.channel = true, f.OrderChannel
@@ -193,15 +213,28 @@ func (a *admission) refuse(now time.Time, abs uint64, f *wire.Frame, err error, 
 		}
 		a.timed++
 	}
+	if x.budget {
+		if a.budgeted == 0 || x.size < a.minBudget {
+			a.minBudget = x.size
+		}
+		a.budgeted++
+	}
 	a.pulls = append(a.pulls, x)
 }
 
-// count recounts the timed refusals.
+// count recounts the timed refusals and those for the budget.
 func (a *admission) count() {
-	a.timed = 0
+	a.timed, a.budgeted, a.minBudget = 0, 0, 0
 	for i := range a.pulls {
-		if !a.pulls[i].held {
+		x := &a.pulls[i]
+		if !x.held {
 			a.timed++
+		}
+		if x.budget {
+			if a.budgeted == 0 || x.size < a.minBudget {
+				a.minBudget = x.size
+			}
+			a.budgeted++
 		}
 	}
 }
@@ -240,13 +273,28 @@ func (a *admission) sortPulls(r *receiver) {
 // pull NACKs refused datagrams once there is room for them: those whose
 // frame its channel waits for always, then the nearest to delivery, as
 // many as the room takes and at most pullBatch. Those refused for the
-// messages held are pulled only as far as the room of those goes.
-func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram int) {
+// messages held are pulled only as far as the room of those goes, and
+// those refused for the budget as far as c could reserve for them now,
+// which, the budget being shared, is tried every interval.
+func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram int, c *charge) {
 	if len(a.pulls) == 0 || (a.timed == 0 && !a.heldDue) || now.Before(a.at) {
 		return
 	}
 	a.at = now.Add(pullInterval)
 	a.heldDue = false
+	budgetFull := false // no budget refusal fits: none is tried
+	if a.budgeted > 0 && a.minBudget > 0 && !c.fits(a.minBudget, 0) {
+		if a.budgeted == len(a.pulls) {
+			// Nothing can be pulled, and nothing here frees the
+			// budget: try again later, less often while it stays full.
+			a.budgetWait = min(max(2*a.budgetWait, 2*pullInterval), maxBudgetPullWait)
+			a.at = now.Add(a.budgetWait)
+			return
+		}
+		budgetFull = true
+	} else {
+		a.budgetWait = 0
+	}
 	held := r.held // the room left, taken by each held refusal pulled
 	room := a.room(r)
 	k := 0        // refusals kept
@@ -258,12 +306,47 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 			minHeld = x.size
 		}
 	}
+	// The budget refusals pulled this round must fit together, with the
+	// room kept for what the channels wait for beside those that wait
+	// (see receiver.keep), or a budget with room for one message would
+	// have a round's worth resent to be refused again. A message's
+	// fragments, neighbours here, are counted once. After one that does
+	// not fit, the rest wait for the next round.
+	budget, lastSplit := 0, -1
+	fitsBudget := func(x *refusal, dist uint64) bool {
+		if !x.budget {
+			return true
+		}
+		if budgetFull {
+			return false
+		}
+		n := x.size
+		if x.split && int(x.splitID) == lastSplit {
+			n = 0
+		}
+		if n > 0 {
+			keep := 0
+			if dist > 0 {
+				keep = r.keep(budget+n, maxDatagram)
+			}
+			if !c.fits(budget+n, keep) {
+				budgetFull = true
+				return false
+			}
+		}
+		budget += n
+		lastSplit = -1
+		if x.split {
+			lastSplit = int(x.splitID)
+		}
+		return true
+	}
 	if room < maxDatagram {
 		// No room: only what the channels wait for, found without
 		// sorting, which a full connection would otherwise pay for every
 		// interval.
 		for _, x := range a.pulls {
-			if a.distance(r, &x) == 0 && (!x.held || held.claim(x.size)) {
+			if a.distance(r, &x) == 0 && (!x.held || held.claim(x.size)) && fitsBudget(&x, 0) {
 				nq.pull(x.num, now)
 				continue
 			}
@@ -274,7 +357,8 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 		n, pulled := 0, 0
 		for ; n < len(a.pulls); n++ {
 			x := a.pulls[n]
-			if a.distance(r, &x) > 0 {
+			dist := a.distance(r, &x)
+			if dist > 0 {
 				// Fragments of one message are neighbours here: its
 				// room is counted once.
 				if n == 0 || !x.ordered || x.order != a.pulls[n-1].order || x.channel != a.pulls[n-1].channel {
@@ -284,7 +368,7 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 					break
 				}
 			}
-			if x.held && !held.claim(x.size) {
+			if (x.held && !held.claim(x.size)) || !fitsBudget(&x, dist) {
 				keep(x)
 				continue
 			}
@@ -301,6 +385,12 @@ func (a *admission) pull(now time.Time, r *receiver, nq *nackQueue, maxDatagram 
 	if len(a.pulls) == 0 && cap(a.pulls) > maxIdlePulls {
 		a.pulls = nil
 	}
+}
+
+// close forgets every refusal.
+func (a *admission) close() {
+	a.pulls, a.timed, a.heldDue = nil, 0, false
+	a.budgeted, a.minBudget, a.budgetWait = 0, 0, 0
 }
 
 // waiting reports whether refused datagrams wait to be pulled when room

@@ -48,6 +48,18 @@ type Config struct {
 	// is held, however large.
 	MaxHeldMessages, MaxHeldBytes int
 
+	// Budget, if set, is charged for every byte the layer holds for the
+	// peer: fragments in reassembly (a message its estimated size from
+	// its first fragment on), messages in ordering queues and messages
+	// delivered and kept (held) until Consumed. Reserve is called before
+	// the bytes are held; false refuses the frame like any receive limit
+	// (its datagram is not acknowledged and it is pulled again later, on
+	// the pull interval, since room may free up beyond this layer), never
+	// a lost message. Release returns bytes when they are freed, and
+	// Close returns the rest. The per-connection limits above apply as
+	// well.
+	Budget Budget
+
 	// Initial values of the send-side counters (datagram number, reliable
 	// index, order and sequence indexes) and of the matching receive-side
 	// expectations. Zero in production; tests start them near 2^24 so
@@ -94,4 +106,15 @@ type Stats struct {
 	Window, InFlight                 int // congestion window and bytes in flight
 	Buffered                         int // bytes held until acknowledged
 	Held, HeldBytes                  int // messages and bytes kept by Deliver, not yet Consumed
+
+	// BadAcks counts ACKs and NACKs dropped whole, also counted in
+	// Errors: records unsorted, overlapping or naming datagrams not sent.
+	BadAcks uint64
+	// NacksIgnored counts datagrams NACKed beyond the NACK budget
+	// (maxNACKedPerSecond) and so left to their RTO.
+	NacksIgnored uint64
+	// Reserved is the bytes reserved from Config.Budget, BudgetRefused
+	// the frames it refused (also counted in Errors, once per datagram).
+	Reserved      int
+	BudgetRefused uint64
 }

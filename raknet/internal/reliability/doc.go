@@ -5,7 +5,9 @@
 // time it next needs attention.
 //
 //	cfg.Deliver = func(msg []byte) bool { return queue(msg) } // true: kept
+//	cfg.Budget = account // optional: charged for what the peer makes us hold
 //	l := reliability.New(cfg, now)
+//	defer l.Close() // gives the budget back
 //	_, _ = l.Send(now, msg, wire.ReliableOrdered, 0)
 //	_ = l.HandleDatagram(now, datagram) // may call Deliver
 //	l.Consumed(now, len(msg))           // the reader took one; may call Deliver
@@ -17,5 +19,9 @@
 // Every sequence number is compared with wrap-aware u24 arithmetic and
 // every structure fed by the peer has a hard bound, the messages kept for
 // the reader included: RakNet has no flow control but the ACKs a
-// receiver withholds (see admission.go).
+// receiver withholds (see admission.go). A Budget shared by many
+// connections bounds their sum (see budget.go). What a peer's ACKs and
+// NACKs cost is bounded too: records must be sorted, disjoint and within
+// the datagrams sent, and NACKs resend at most maxNACKedPerSecond
+// datagrams a second.
 package reliability

@@ -29,6 +29,7 @@ type Layer struct {
 	adm    admission
 	probe  prober
 	rcv    receiver
+	charge charge   // what rcv holds, reserved from cfg.Budget
 	ackBuf wire.Ack // scratch for ACK and NACK encoding and decoding
 	frames []wire.Frame
 
@@ -44,15 +45,16 @@ func New(cfg Config, now time.Time) *Layer {
 	send := absBase + uint64(cfg.InitialSend)
 	recv := absBase + uint64(cfg.InitialRecv)
 	return &Layer{
-		cfg:   cfg,
-		q:     newSendQueue(&cfg, send),
-		pack:  packer{maxDatagram: cfg.MaxDatagram},
-		sent:  sentHandler{hist: newSentHistory(send), cc: newCongestion(cfg.MaxDatagram, MaxInFlight)},
-		pace:  newPacer(cfg.MaxDatagram, now),
-		recv:  newReceivedTracker(recv, cfg.AckDelay),
-		nacks: newNackQueue(),
-		probe: newProber(),
-		rcv:   newReceiver(&cfg, recv),
+		cfg:    cfg,
+		q:      newSendQueue(&cfg, send),
+		pack:   packer{maxDatagram: cfg.MaxDatagram},
+		sent:   sentHandler{hist: newSentHistory(send), cc: newCongestion(cfg.MaxDatagram, MaxInFlight), nacks: newNackBudget(now)},
+		pace:   newPacer(cfg.MaxDatagram, now),
+		recv:   newReceivedTracker(recv, cfg.AckDelay),
+		nacks:  newNackQueue(),
+		probe:  newProber(),
+		rcv:    newReceiver(&cfg, recv),
+		charge: charge{b: cfg.Budget},
 	}
 }
 
@@ -62,10 +64,12 @@ func (l *Layer) Stats() Stats {
 	s.MessagesSent = l.q.messages
 	s.FramesResent = l.pack.resent
 	s.DatagramsLost = l.sent.lost
+	s.BadAcks, s.NacksIgnored = l.sent.badAcks, l.sent.nacksIgnored
 	s.AcksSent, s.NacksSent = l.recv.sent, l.nacks.sent
 	s.DuplicateDatagrams, s.DuplicateFrames = l.recv.dups, l.rcv.dupFrames
 	s.MessagesDelivered = l.rcv.delivered
 	s.Held, s.HeldBytes = l.rcv.held.msgs, l.rcv.held.bytes
+	s.Reserved, s.BudgetRefused = l.charge.reserved, l.charge.refused
 	r := &l.sent.rtt
 	s.SRTT, s.RTTVar, s.MinRTT, s.RTO = r.srtt, r.rttvar, r.minRTT, r.rto()
 	s.Window, s.InFlight, s.Buffered = l.sent.cc.cwnd, l.sent.cc.inFlight, l.q.buffered
@@ -86,6 +90,24 @@ func (l *Layer) Buffered() int { return l.q.buffered }
 func (l *Layer) Consumed(now time.Time, size int) {
 	l.rcv.consumed(size)
 	l.adm.consumed(now)
+	if l.charge.b != nil && !l.rcv.delivering {
+		// From inside Deliver, the message being delivered is not yet
+		// counted: the call that delivers it gives back what is free.
+		l.charge.trim(l.rcv.holds())
+	}
+}
+
+// Close gives back to Config.Budget everything the layer holds for the
+// peer and drops it: the messages in reassembly and the ordering queues,
+// and the count of those held by the application, which Consumed no
+// longer releases. Call it once the connection has ended; any frame
+// handled after it is refused.
+func (l *Layer) Close() {
+	l.rcv.close()
+	l.adm.close()
+	if l.charge.b != nil {
+		l.charge.close()
+	}
 }
 
 // AckNow makes pending ACKs due at once instead of after the ACK delay,
@@ -107,9 +129,11 @@ func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8)
 // calls Deliver for the messages it completes, in order. An error means
 // the datagram (or, for a limit hit by one frame, that frame) was
 // dropped; frames before it were processed. A frame over a receive limit,
-// the room of the messages held included, is refused: its datagram is
-// not acknowledged, and is NACKed once there is room (backpressure, not
-// loss).
+// the room of the messages held and Config.Budget included, is refused:
+// its datagram is not acknowledged, and is NACKed once there is room
+// (backpressure, not loss); the error then wraps ErrHeldFull or ErrBudget
+// for those two. An ACK or NACK whose records are not sorted, disjoint
+// and within the datagrams sent is dropped whole.
 func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.stats.DatagramsReceived++
 	l.stats.BytesReceived += uint64(len(b))
@@ -122,7 +146,10 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 			l.stats.Errors++
 			return err
 		}
-		l.sent.onAck(now, &l.ackBuf, &l.q)
+		if err := l.sent.onAck(now, &l.ackBuf, &l.q); err != nil {
+			l.stats.Errors++
+			return err
+		}
 		return nil
 	}
 	var h wire.DatagramHeader
@@ -164,7 +191,11 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	refusedAt := 0
 	for i := range frames {
 		f := &frames[i]
-		if err := l.adm.admit(&l.rcv, f); err != nil {
+		err := l.adm.admit(&l.rcv, f)
+		if err == nil && l.charge.b != nil {
+			err = l.reserve(f)
+		}
+		if err != nil {
 			if refused == nil {
 				refused, refusedAt = err, i
 			}
@@ -175,6 +206,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 			if firstErr == nil {
 				firstErr = err
 			}
+		}
+		if l.charge.b != nil {
+			l.charge.trim(l.rcv.holds())
 		}
 	}
 	if refused != nil {
@@ -189,6 +223,24 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	return firstErr
 }
 
+// reserve takes from the budget what handling admitted frame f may add to
+// what the layer holds, leaving room for the messages the channels wait
+// for if f's message waits too.
+func (l *Layer) reserve(f *wire.Frame) error {
+	n, waits := l.rcv.need(f)
+	if n == 0 {
+		return nil
+	}
+	keep := 0
+	if waits {
+		keep = l.rcv.keep(n, l.cfg.MaxDatagram)
+	}
+	if !l.charge.reserve(n, keep) {
+		return errRefuseBudget
+	}
+	return nil
+}
+
 // waiting reports whether received data waits for something missing: a
 // message in reassembly or behind a gap in an ordering queue, or refused
 // datagrams to ask for again.
@@ -199,7 +251,7 @@ func (l *Layer) waiting() bool { return l.rcv.waiting() || l.adm.waiting() }
 func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 	l.onTimers(now)
 	if len(l.adm.pulls) > 0 {
-		l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram)
+		l.adm.pull(now, &l.rcv, &l.nacks, l.cfg.MaxDatagram, &l.charge)
 	}
 	if srtt := l.sent.rtt.smoothed(); l.waiting() && l.probe.due(now, srtt) {
 		l.probe.fire(now, srtt, l.recv.high)
@@ -279,6 +331,9 @@ func (l *Layer) onTimers(now time.Time) {
 	if !l.rcv.asm.oldestNext.IsZero() {
 		if n := l.rcv.asm.expire(now); n > 0 {
 			l.stats.Errors += uint64(n)
+			if l.charge.b != nil {
+				l.charge.trim(l.rcv.holds())
+			}
 		}
 	}
 }

@@ -30,6 +30,47 @@ var fuzzConfig = Config{
 // fuzzStart is the first wire number of every counter in fuzzConfig.
 const fuzzStart = uint32(wire.MaxUint24) - 3
 
+// fuzzBudget is the Config.Budget a second run of every input is charged
+// to: below fuzzConfig's limits, so that it refuses.
+const fuzzBudget = 6 << 10
+
+// fakeBudget is a Budget of limit bytes that fails the test on a release
+// of more than it counts.
+type fakeBudget struct {
+	t                  testing.TB
+	limit, held        int
+	reserved, released int // every byte ever reserved and released
+}
+
+func (b *fakeBudget) Reserve(n int) bool {
+	if n < 0 {
+		b.t.Fatalf("Reserve(%d)", n)
+	}
+	if b.held+n > b.limit {
+		return false
+	}
+	b.held += n
+	b.reserved += n
+	return true
+}
+
+func (b *fakeBudget) Release(n int) {
+	if n < 0 || n > b.held {
+		b.t.Fatalf("Release(%d) with %d held", n, b.held)
+	}
+	b.held -= n
+	b.released += n
+}
+
+// checkCharge checks that what the layer reserved from b is what it
+// holds.
+func checkCharge(t testing.TB, l *Layer, b *fakeBudget) {
+	t.Helper()
+	if h := l.rcv.holds(); b.held != h || l.charge.reserved != h || b.reserved-b.released != h {
+		t.Fatalf("budget: %d held (%d reserved - %d released), layer reserved %d, want what it holds, %d", b.held, b.reserved, b.released, l.charge.reserved, h)
+	}
+}
+
 // fuzzRecord encodes one step of FuzzReceiver's input: a byte whose low 7
 // bits advance the clock in milliseconds (the top bit asks the receiver
 // to send what it has, after its reader took what it held), a u16 BE
@@ -113,11 +154,19 @@ func FuzzReceiver(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) { runReceiver(t, in) })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		runReceiver(t, in, 0)
+		runReceiver(t, in, fuzzBudget)
+	})
 }
 
-// runReceiver is FuzzReceiver's body. It returns the messages delivered.
-func runReceiver(t *testing.T, in []byte) [][]byte {
+// runReceiver is FuzzReceiver's body. It returns the messages delivered
+// and the layer's counters. With a budget, the layer is charged to a
+// fakeBudget of that many bytes, which has no more room during the steps
+// that advance the clock by an odd count (the rest went to other
+// connections); after every step what it reserved must be what it holds,
+// and after Close nothing.
+func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 	now := t0
 	receipts := map[uint32]int{}
 	var got [][]byte
@@ -142,6 +191,11 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 		if receipts[id]++; receipts[id] > 1 {
 			t.Fatalf("receipt %d calls: got %v, want 1", id, receipts[id])
 		}
+	}
+	var fb *fakeBudget
+	if budget > 0 {
+		fb = &fakeBudget{t: t, limit: budget}
+		cfg.Budget = fb
 	}
 	l = New(cfg, now)
 	// Messages of its own so that ACKs and NACKs have something to hit.
@@ -184,6 +238,12 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 		d := in[:size]
 		in = in[size:]
 		now = now.Add(time.Duration(step&0x7f) * time.Millisecond)
+		if fb != nil {
+			fb.limit = budget
+			if step&1 != 0 {
+				fb.limit = fb.held
+			}
+		}
 		if size > 0 {
 			_ = l.HandleDatagram(now, d)
 		}
@@ -191,11 +251,21 @@ func runReceiver(t *testing.T, in []byte) [][]byte {
 			send()
 		}
 		checkBounds(t, l)
+		if fb != nil {
+			checkCharge(t, l, fb)
+		}
 		if dl := l.NextDeadline(now); !dl.IsZero() && dl.Before(now.Add(-MaxRTO-cfg.SplitTimeout)) {
 			t.Fatalf("NextDeadline %v is long past (now %v)", dl.Sub(t0), now.Sub(t0))
 		}
 	}
-	return got
+	st := l.Stats()
+	if fb != nil {
+		l.Close()
+		if fb.held != 0 || l.Stats().Reserved != 0 {
+			t.Fatalf("after Close: %d bytes held by the budget, %d reserved, want 0, 0", fb.held, l.Stats().Reserved)
+		}
+	}
+	return got, st
 }
 
 // checkOutgoing checks that d fits and decodes.
@@ -302,13 +372,20 @@ func TestFuzzSeeds(t *testing.T) {
 	if len(seeds) != len(want) {
 		t.Fatalf("got %d seeds, want %d", len(seeds), len(want))
 	}
+	refused := uint64(0)
 	for i, s := range seeds {
 		var parts []string
-		for _, m := range runReceiver(t, s) {
+		got, _ := runReceiver(t, s, 0)
+		for _, m := range got {
 			parts = append(parts, string(m))
 		}
 		if got := strings.Join(parts, " "); got != want[i] {
 			t.Errorf("seed %d delivered: got %q, want %q", i, got, want[i])
 		}
+		_, st := runReceiver(t, s, fuzzBudget)
+		refused += st.BudgetRefused
+	}
+	if refused == 0 {
+		t.Error("no seed has the budget refuse a frame")
 	}
 }

@@ -363,10 +363,13 @@ func TestHostileAck(t *testing.T) {
 		{name: "too many records", d: rawAck(0xc0, len(many), many...), want: wire.ErrTooMany},
 		{name: "reversed range", d: rawAck(0xc0, 1, rangeRec(10, 5)), want: wire.ErrInvalid},
 		{name: "count beyond the bytes", d: rawAck(0xc0, 1000, rangeRec(0, 1)), want: io.ErrUnexpectedEOF},
-		{name: "never sent, ahead", d: ackDatagram(false, wire.AckRange{Start: 100, End: 60000})},
-		{name: "never sent, behind", d: ackDatagram(false, wire.AckRange{Start: wire.MaxUint24 - 50000, End: wire.MaxUint24})},
-		{name: "never sent, half way round", d: ackDatagram(false, wire.AckRange{Start: 1 << 23, End: 1<<23 + 60000})},
-		{name: "NACK never sent", d: ackDatagram(true, wire.AckRange{Start: 100, End: 60000})},
+		{name: "never sent, ahead", d: ackDatagram(false, wire.AckRange{Start: 100, End: 60000}), want: errAckSpan},
+		{name: "never sent, behind", d: ackDatagram(false, wire.AckRange{Start: wire.MaxUint24 - 50000, End: wire.MaxUint24}), want: errAckSpan},
+		{name: "never sent, half way round", d: ackDatagram(false, wire.AckRange{Start: 1 << 23, End: 1<<23 + 60000}), want: errAckSpan},
+		{name: "NACK never sent", d: ackDatagram(true, wire.AckRange{Start: 100, End: 60000}), want: errAckSpan},
+		{name: "one sent, one not", d: ackDatagram(false, wire.AckRange{Start: 0, End: 0}, wire.AckRange{Start: 3, End: 3}), want: errAckSpan},
+		{name: "overlapping", d: ackDatagram(false, wire.AckRange{Start: 0, End: 1}, wire.AckRange{Start: 1, End: 2}), want: errAckOrder},
+		{name: "descending", d: ackDatagram(false, wire.AckRange{Start: 2, End: 2}, wire.AckRange{Start: 0, End: 0}), want: errAckOrder},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,10 +401,16 @@ func TestHostileAck(t *testing.T) {
 			}
 		})
 	}
-	// An ACK before anything was sent is ignored too.
+	// An ACK before anything was sent is refused too.
 	a := newTestPeer(t, Config{})
-	mustHandle(t, a.Layer, t0, ackDatagram(false, wire.AckRange{Start: 0, End: 1000}))
-	mustHandle(t, a.Layer, t0, ackDatagram(true, wire.AckRange{Start: 0, End: 1000}))
+	for _, nack := range []bool{false, true} {
+		if err := a.HandleDatagram(t0, ackDatagram(nack, wire.AckRange{Start: 0, End: 1000})); !errors.Is(err, errAckSpan) {
+			t.Errorf("ACK (NACK %v) before anything was sent: got error %v, want %v", nack, err, errAckSpan)
+		}
+	}
+	if st := a.Stats(); st.BadAcks != 2 || st.Errors != 2 {
+		t.Errorf("Stats: got BadAcks %v, Errors %v, want 2, 2", st.BadAcks, st.Errors)
+	}
 	if !idle(a.Layer) || !a.NextDeadline(t0).IsZero() {
 		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", idle(a.Layer), a.NextDeadline(t0))
 	}

@@ -131,15 +131,16 @@ func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millise
 // rings, free lists and windows are at their steady size, and the
 // counters it keeps.
 func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
-	return cleanPathKept(tb, msgs, false)
+	return cleanPathKept(tb, msgs, false, nil)
 }
 
 // cleanPathKept is cleanPath whose receiver, if keep is set, keeps every
-// message for a reader that consumes them all each step.
-func cleanPathKept(tb testing.TB, msgs int, keep bool) (op func(), datagrams *int, r *Layer) {
+// message for a reader that consumes them all each step, and is charged
+// to b if it is not nil.
+func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), datagrams *int, r *Layer) {
 	deliver := func([]byte) bool { return keep }
 	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: func([]byte) bool { return false }}, t0)
-	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver}, t0)
+	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver, Budget: b}, t0)
 	p := make([]byte, 100)
 	buf := make([]byte, 0, testMaxDatagram)
 	now := t0
@@ -176,16 +177,25 @@ func cleanPathKept(tb testing.TB, msgs int, keep bool) (op func(), datagrams *in
 }
 
 // TestCleanPathAllocs holds the clean path to zero allocations per step,
-// one message or ten.
+// one message or ten, with a budget or without.
 func TestCleanPathAllocs(t *testing.T) {
 	for _, msgs := range []int{1, 10} {
 		for _, keep := range []bool{false, true} {
-			op, _, r := cleanPathKept(t, msgs, keep)
-			if n := testing.AllocsPerRun(1000, op); n != 0 {
-				t.Errorf("msgs=%d keep=%v: got %v allocations per step, want 0", msgs, keep, n)
-			}
-			if st := r.Stats(); st.Held != 0 || st.Errors != 0 {
-				t.Errorf("msgs=%d keep=%v: got %d held, %d refused, want 0, 0", msgs, keep, st.Held, st.Errors)
+			for _, budget := range []bool{false, true} {
+				var b *atomicBudget
+				if budget {
+					b = &atomicBudget{limit: 1 << 20}
+				}
+				op, _, r := cleanPathKept(t, msgs, keep, b.orNil())
+				if n := testing.AllocsPerRun(1000, op); n != 0 {
+					t.Errorf("msgs=%d keep=%v budget=%v: got %v allocations per step, want 0", msgs, keep, budget, n)
+				}
+				if st := r.Stats(); st.Held != 0 || st.Errors != 0 || st.Reserved != 0 {
+					t.Errorf("msgs=%d keep=%v budget=%v: got %d held, %d refused, %d reserved, want 0, 0, 0", msgs, keep, budget, st.Held, st.Errors, st.Reserved)
+				}
+				if budget && b.held.Load() != 0 {
+					t.Errorf("msgs=%d keep=%v: budget holds %d, want 0", msgs, keep, b.held.Load())
+				}
 			}
 		}
 	}

@@ -89,6 +89,22 @@ const (
 	// maxAckNumbersSent is the most datagram numbers one ACK or NACK
 	// names: go-raknet refuses a whole ACK or NACK naming more than 8192.
 	maxAckNumbersSent = 8192
+	// ackSpan is how far below the next datagram number a received ACK
+	// may reach: a receiver of ours acknowledges any number its datagram
+	// window still tracks (a duplicate is acknowledged again), and the
+	// newest it has seen is behind our next by what is in flight.
+	// Anything older, or never sent, drops the whole ACK. (A NACK may
+	// name any number sent: see sentHistory.check.)
+	ackSpan = datagramWindowSpan + MaxInFlight
+	// maxNACKedPerSecond bounds the datagrams a peer's NACKs make us
+	// resend, per second, as oomph's go-raknet fork does with the same
+	// 512: a NACK costs its sender a few bytes per number, the resend a
+	// datagram's worth of ours, so NACKs without a budget amplify and keep
+	// the window collapsing. A NACK beyond the budget is ignored; the RTO
+	// still recovers a datagram that was lost. nackBurst is how many may
+	// be NACKed at once: a second's worth, a quarter of the largest window.
+	maxNACKedPerSecond = 512
+	nackBurst          = maxNACKedPerSecond
 )
 
 // Timeouts (RFC 6298 with RakNet's numbers). RakNet datagram numbers are
@@ -162,6 +178,12 @@ const (
 	// invited into a resend storm.
 	pullInterval = 10 * time.Millisecond
 	pullBatch    = 256
+	// maxBudgetPullWait is the longest a refusal for the budget waits
+	// between tries while the budget has room for none: tries double
+	// their interval up to it, so a connection whose peer overflows its
+	// share is not woken a hundred times a second while the listener is
+	// full, and is asked again soon enough once room frees up.
+	maxBudgetPullWait = 8 * pullInterval
 	// probeSpan is how many numbers past the highest received a probe
 	// names: the tail a sender's last burst may have lost.
 	probeSpan = 256

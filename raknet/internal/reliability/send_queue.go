@@ -51,14 +51,15 @@ type sendQueue struct {
 	start       uint64 // first index of every counter
 	receipt     func(id uint32, acked bool)
 
-	pending, resend fifo
-	free            []*outFrame
-	buffered        int           // bytes of frames not yet acknowledged
-	idx             []sendIndexes // per ordering channel, created on first use
-	splitID         uint16
-	receiptID       uint32
-	messages        uint64    // messages accepted
-	idleSince       time.Time // when everything sent was last acknowledged
+	pending   fifo
+	resend    resendQueue
+	free      []*outFrame
+	buffered  int           // bytes of frames not yet acknowledged
+	idx       []sendIndexes // per ordering channel, created on first use
+	splitID   uint16
+	receiptID uint32
+	messages  uint64    // messages accepted
+	idleSince time.Time // when everything sent was last acknowledged
 
 	relNext      uint64    // next reliable index
 	relAcked     seqWindow // reliable indexes acknowledged
@@ -293,6 +294,75 @@ func (q *sendQueue) trimIdle(now time.Time) {
 	} else if !q.idleSince.IsZero() && now.Sub(q.idleSince) >= idleTrimAfter && len(q.free) > idleFreeFrames {
 		clear(q.free[idleFreeFrames:])
 		q.free = q.free[:idleFreeFrames]
+	}
+}
+
+// resendQueue holds the frames to resend, lowest reliable index first: a
+// min-heap. The receiver's reliable window and its ordering channels wait
+// for the oldest frame missing, so that one leaves first, whatever the
+// order in which frames were deemed lost. In a FIFO, a sender that timed
+// out a whole window (a reader that stopped, then resumed) queues the
+// frames a receiver asks for next, by NACK, behind thousands of others,
+// which a window shrunk by the timeouts takes many round trips to send.
+//
+// Each entry keeps the index it was queued with: a frame acknowledged
+// meanwhile (a late ACK) is recycled and may get a new index, and its
+// stale entry, dropped when it reaches the top, must not move.
+type resendQueue struct{ h []resendEntry }
+
+type resendEntry struct {
+	ref frameRef
+	rel uint64 // the frame's absolute reliable index when queued
+}
+
+func (q *resendQueue) len() int { return len(q.h) }
+
+// push queues ref, whose frame has a reliable index.
+func (q *resendQueue) push(ref frameRef) {
+	q.h = append(q.h, resendEntry{ref, ref.f.relIndex})
+	h := q.h
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p].rel <= h[i].rel {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+// peek returns the frame with the lowest reliable index.
+func (q *resendQueue) peek() (frameRef, bool) {
+	if len(q.h) == 0 {
+		return frameRef{}, false
+	}
+	return q.h[0].ref, true
+}
+
+// pop removes the frame peek returns.
+func (q *resendQueue) pop() {
+	h := q.h
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = resendEntry{}
+	h = h[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h[c+1].rel < h[c].rel {
+			c++
+		}
+		if h[i].rel <= h[c].rel {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	q.h = h
+	if n == 0 && cap(h) > maxIdleFifo {
+		q.h = nil
 	}
 }
 

@@ -207,3 +207,62 @@ func TestSendQueueWindows(t *testing.T) {
 		t.Errorf("after its first fragment: got %d splits active, canSendNew %v, want %d, true (the rest of a started split)", q.splitsActive, q.canSendNew(), maxSendSplits)
 	}
 }
+
+// TestResendQueue checks that frames leave the resend queue lowest
+// reliable index first, and that an entry keeps the index it was queued
+// with when its frame is recycled and renumbered.
+func TestResendQueue(t *testing.T) {
+	var q resendQueue
+	frames := map[uint64]*outFrame{}
+	for _, rel := range []uint64{40, 7, 99, 3, 12, 12 + 1, 0, 64, 5, 31, 2, 77} {
+		f := &outFrame{relIndex: rel}
+		frames[rel] = f
+		q.push(frameRef{f, f.gen})
+	}
+	// 64 is acknowledged late and its frame reused for index 1: the stale
+	// entry still sorts as 64 and is dead.
+	stale := frames[64]
+	stale.gen++
+	stale.relIndex = 1
+	var got []uint64
+	var dead []bool
+	for q.len() > 0 {
+		ref, _ := q.peek()
+		got = append(got, q.h[0].rel)
+		dead = append(dead, !ref.live())
+		q.pop()
+	}
+	want := []uint64{0, 2, 3, 5, 7, 12, 13, 31, 40, 64, 77, 99}
+	if !slices.Equal(got, want) {
+		t.Errorf("popped: got %v, want %v", got, want)
+	}
+	if i := slices.Index(dead, true); i != slices.Index(want, 64) || slices.Index(dead[i+1:], true) >= 0 {
+		t.Errorf("dead entries: got %v, want only the one queued as 64", dead)
+	}
+	if _, ok := q.peek(); ok {
+		t.Error("peek of an empty queue: got a frame")
+	}
+}
+
+// Frames are resent lowest reliable index first, not in the order they
+// were deemed lost: those a receiver waits for leave first.
+func TestResendLowestIndexFirst(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	ds := sendFull(t, p, t0, 10, wire.Reliable)
+	num := func(i int) wire.Uint24 { n, _ := decodeData(t, ds[i]); return n }
+	now := t0.Add(ms(5))
+	// The newer half is lost first, then the older.
+	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: num(5), End: num(9)}))
+	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: num(0), End: num(4)}))
+	var got []uint32
+	// The pacer lets some leave now, the rest a little later.
+	for _, d := range append(drain(p.Layer, now), drain(p.Layer, now.Add(ms(50)))...) {
+		_, frames := decodeData(t, d)
+		for _, f := range frames {
+			got = append(got, uint32(f.ReliableIndex))
+		}
+	}
+	if want := []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(got, want) {
+		t.Errorf("resent reliable indexes: got %v, want %v", got, want)
+	}
+}

@@ -13,10 +13,52 @@ import (
 // a later one is acknowledged and it has been out clearly longer than a
 // round trip (fast resend), or when its RTO runs out.
 type sentHandler struct {
-	hist sentHistory
-	rtt  rttStats
-	cc   congestion
-	lost uint64 // datagrams NACKed, skipped or timed out
+	hist  sentHistory
+	rtt   rttStats
+	cc    congestion
+	nacks nackBudget
+	lost  uint64 // datagrams NACKed, skipped or timed out
+	// badAcks counts ACKs and NACKs refused whole by sentHistory.check,
+	// nacksIgnored the datagrams NACKed beyond the NACK budget.
+	badAcks, nacksIgnored uint64
+}
+
+// nackBudget is a token bucket of datagrams that NACKs may make us
+// resend: maxNACKedPerSecond, up to nackBurst at once. It starts full.
+type nackBudget struct {
+	tokens int
+	last   time.Time // tokens are credited up to here
+}
+
+// nackToken is the time one token takes to earn: exactly 1/512 s.
+const nackToken = time.Second / maxNACKedPerSecond
+
+func newNackBudget(now time.Time) nackBudget { return nackBudget{tokens: nackBurst, last: now} }
+
+// refill credits the tokens earned by now, keeping the fraction of one
+// still being earned.
+func (b *nackBudget) refill(now time.Time) {
+	if b.tokens >= nackBurst {
+		b.last = now
+		return
+	}
+	if d := now.Sub(b.last); d >= nackToken {
+		n := d / nackToken
+		b.tokens += int(min(n, nackBurst))
+		b.last = b.last.Add(n * nackToken)
+		if b.tokens >= nackBurst {
+			b.tokens, b.last = nackBurst, now
+		}
+	}
+}
+
+// take spends one token and reports whether there was one.
+func (b *nackBudget) take() bool {
+	if b.tokens == 0 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // canSend reports whether one more datagram of size bytes fits the
@@ -31,11 +73,18 @@ func (h *sentHandler) sent(s *sentDatagram, size int, now time.Time) {
 	h.cc.onSent(size)
 }
 
-// onAck processes an ACK or NACK.
-func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
+// onAck processes an ACK or NACK. One whose records are not sorted,
+// disjoint and within the numbers sent is refused whole (see
+// sentHistory.check): the cost of any ACK is then bounded by its records
+// and the history's size.
+func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) error {
 	hist := &h.hist
-	if hist.next == hist.lateFloor() {
-		return // nothing sent
+	if err := hist.check(a); err != nil {
+		h.badAcks++
+		return err
+	}
+	if a.NACK {
+		h.nacks.refill(now)
 	}
 	ref := hist.next - 1
 	var largest uint64
@@ -64,6 +113,12 @@ func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
 				continue
 			}
 			if a.NACK {
+				if !h.nacks.take() {
+					// Over the budget: the datagram stays in flight
+					// and its RTO resends it if it was lost.
+					h.nacksIgnored++
+					continue
+				}
 				h.lose(n, s, now, true, q)
 				s.frames = s.frames[:0]
 				continue
@@ -110,6 +165,7 @@ func (h *sentHandler) onAck(now time.Time, a *wire.Ack, q *sendQueue) {
 	}
 	hist.advance()
 	q.noteIdle(now)
+	return nil
 }
 
 // onTimers declares lost every datagram whose RTO ran out by now, backs

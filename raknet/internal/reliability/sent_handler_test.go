@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -439,4 +440,201 @@ func TestNackedDatagramNotAckedLate(t *testing.T) {
 	if p.Buffered() == 0 {
 		t.Error("a NACKed datagram's ACK acknowledged its frame")
 	}
+}
+
+func TestNackBudget(t *testing.T) {
+	steps := []struct {
+		at         time.Duration
+		take       int
+		wantTaken  int
+		wantTokens int
+	}{
+		{at: 0, take: nackBurst + 10, wantTaken: nackBurst, wantTokens: 0},
+		{at: nackToken - 1, take: 1, wantTaken: 0, wantTokens: 0},
+		{at: nackToken, take: 1, wantTaken: 1, wantTokens: 0},
+		// The fraction earned before a refill is kept: 1.5 tokens, then
+		// half a token later 2.
+		{at: 2*nackToken + nackToken/2, take: 0, wantTokens: 1},
+		{at: 3 * nackToken, take: 0, wantTokens: 2},
+		{at: 3*nackToken + 100*nackToken, take: 50, wantTaken: 50, wantTokens: 52},
+		// Full after a second; idle time beyond that is not banked.
+		{at: 10 * time.Second, take: 0, wantTokens: nackBurst},
+		{at: 10*time.Second + nackToken/2, take: nackBurst, wantTaken: nackBurst, wantTokens: 0},
+		{at: 10*time.Second + nackToken, take: 2, wantTaken: 0, wantTokens: 0},
+		{at: 10*time.Second + nackToken/2 + nackToken, take: 2, wantTaken: 1, wantTokens: 0},
+	}
+	b := newNackBudget(t0)
+	for i, s := range steps {
+		b.refill(t0.Add(s.at))
+		taken := 0
+		for range s.take {
+			if b.take() {
+				taken++
+			}
+		}
+		if taken != s.wantTaken || b.tokens != s.wantTokens {
+			t.Fatalf("step %d at %v: took %v of %v, %v left, want %v, %v left", i, s.at, taken, s.take, b.tokens, s.wantTaken, s.wantTokens)
+		}
+	}
+}
+
+// NACKs make us resend at most the NACK budget; the datagrams NACKed
+// beyond it stay in flight until their RTO.
+func TestNackBudgetIgnoresNacks(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	ds := sendFull(t, p, t0, 10, wire.Reliable)
+	first, _ := decodeData(t, ds[0])
+	last, _ := decodeData(t, ds[len(ds)-1])
+	now := t0.Add(ms(5))
+	p.sent.nacks.tokens, p.sent.nacks.last = 3, now
+	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
+	st := p.Stats()
+	if st.DatagramsLost != 3 || st.NacksIgnored != 7 {
+		t.Errorf("after a NACK of 10 with 3 tokens: got %v lost, %v ignored, want 3, 7", st.DatagramsLost, st.NacksIgnored)
+	}
+	if got := len(drain(p.Layer, now)); got != 3 {
+		t.Errorf("resent %d datagrams, want 3", got)
+	}
+	// One token later, the same NACK resends one more; the three resent
+	// are no longer in flight under their old numbers and cost nothing.
+	now = now.Add(nackToken)
+	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
+	if st := p.Stats(); st.DatagramsLost != 4 || st.NacksIgnored != 13 {
+		t.Errorf("a token later: got %v lost, %v ignored, want 4, 13", st.DatagramsLost, st.NacksIgnored)
+	}
+	// The RTO resends those the budget left in flight.
+	rto := p.sent.rtoDeadline()
+	if !rto.Equal(t0.Add(InitialRTO)) {
+		t.Fatalf("RTO deadline: got %v, want %v", rto.Sub(t0), InitialRTO)
+	}
+	if got := len(drain(p.Layer, rto)); got != 6+1 {
+		t.Errorf("at the RTO: resent %d datagrams, want the 6 NACKed beyond the budget and the one NACK resent", got)
+	}
+}
+
+// A refused ACK changes nothing, however many records it has.
+func TestBadAckChangesNothing(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	ds := sendFull(t, p, t0, 4, wire.Reliable)
+	first, _ := decodeData(t, ds[0])
+	// Every record names what was sent, but they overlap: nothing is
+	// acknowledged, not even by the first record.
+	ranges := make([]wire.AckRange, wire.MaxAckRecords)
+	for i := range ranges {
+		ranges[i] = wire.AckRange{Start: first, End: first + 3}
+	}
+	before := p.Stats()
+	if err := p.HandleDatagram(t0.Add(ms(5)), ackDatagram(false, ranges...)); !errors.Is(err, errAckOrder) {
+		t.Fatalf("HandleDatagram: got error %v, want %v", err, errAckOrder)
+	}
+	after := p.Stats()
+	if after.Buffered != before.Buffered || after.InFlight != before.InFlight || after.SRTT != 0 {
+		t.Errorf("after a refused ACK: got buffered %v, in flight %v, SRTT %v, want %v, %v, 0", after.Buffered, after.InFlight, after.SRTT, before.Buffered, before.InFlight)
+	}
+	if after.BadAcks != 1 || after.Errors != 1 {
+		t.Errorf("Stats: got BadAcks %v, Errors %v, want 1, 1", after.BadAcks, after.Errors)
+	}
+}
+
+// BenchmarkAck measures handling one ACK datagram. hostile: 4096 records
+// naming numbers never sent, all naming what is in flight, or naming
+// each of the last 4096 numbers sent; valid: an ACK of 16 datagrams in
+// flight, and its repeat, as our receiver sends every range twice.
+func BenchmarkAck(b *testing.B) {
+	many := func(r wire.AckRange) []byte {
+		ranges := make([]wire.AckRange, wire.MaxAckRecords)
+		for i := range ranges {
+			ranges[i] = r
+		}
+		return ackDatagram(false, ranges...)
+	}
+	// A sender with 16 datagrams in flight (a pacing burst).
+	setup := func(b *testing.B) (*Layer, wire.AckRange) {
+		p := newTestPeer(b, Config{})
+		for range pacingBurst {
+			mustSend(b, p.Layer, t0, make([]byte, p.MaxUnsplit(wire.Reliable)), wire.Reliable, 0)
+		}
+		if got := len(drain(p.Layer, t0)); got != pacingBurst {
+			b.Fatalf("sent %d datagrams, want %d", got, pacingBurst)
+		}
+		return p.Layer, wire.AckRange{Start: 0, End: pacingBurst - 1}
+	}
+	for _, bc := range []struct {
+		name string
+		d    func(in wire.AckRange) []byte
+	}{
+		{"hostile/never sent", func(wire.AckRange) []byte { return many(wire.AckRange{Start: 1 << 23, End: 1<<23 + 15}) }},
+		{"hostile/overlapping", many},
+		{"valid/repeat", func(in wire.AckRange) []byte { return ackDatagram(false, in) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l, in := setup(b)
+			d := bc.d(in)
+			if bc.name == "valid/repeat" {
+				mustHandle(b, l, t0.Add(ms(5)), d)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = l.HandleDatagram(t0.Add(ms(5)), d)
+			}
+		})
+	}
+	b.Run("hostile/accepted", func(b *testing.B) {
+		// 4096 adjacent single records up to the last number sent, after
+		// a history longer than that: sorted, disjoint and within the
+		// numbers sent, so handled, each number visited once.
+		p := newTestPeer(b, Config{})
+		m := make([]byte, p.MaxUnsplit(wire.Reliable))
+		now := t0
+		var a wire.Ack
+		for p.sent.hist.next-p.sent.hist.start < 2*wire.MaxAckRecords {
+			first := p.sent.hist.next
+			for range pacingBurst {
+				mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+			}
+			drain(p.Layer, now)
+			now = now.Add(ms(1))
+			mustHandle(b, p.Layer, now, ackDatagram(false, wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)}))
+		}
+		for range pacingBurst {
+			mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+		}
+		drain(p.Layer, now)
+		for n := p.sent.hist.next - wire.MaxAckRecords; n < p.sent.hist.next; n++ {
+			a.Ranges = append(a.Ranges, wire.AckRange{Start: u24(n), End: u24(n)})
+		}
+		d := a.Append(nil)
+		mustHandle(b, p.Layer, now.Add(ms(1)), d)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.HandleDatagram(now.Add(ms(1)), d)
+		}
+	})
+	b.Run("valid/fresh", func(b *testing.B) {
+		// Each op sends 16 datagrams and handles their ACK.
+		p := newTestPeer(b, Config{})
+		m := make([]byte, p.MaxUnsplit(wire.Reliable))
+		var buf []byte
+		var a wire.Ack
+		now := t0
+		b.ReportAllocs()
+		for b.Loop() {
+			first := p.sent.hist.next
+			for range pacingBurst {
+				_, _ = p.Send(now, m, wire.Reliable, 0)
+			}
+			for d := p.AppendDatagram(buf[:0], now); d != nil; d = p.AppendDatagram(buf[:0], now) {
+				buf = d
+			}
+			a.Ranges = append(a.Ranges[:0], wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)})
+			buf = a.Append(buf[:0])
+			now = now.Add(ms(1))
+			if err := p.HandleDatagram(now, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if p.Buffered() != 0 {
+			b.Fatalf("buffered %d bytes, want 0", p.Buffered())
+		}
+	})
 }
