@@ -77,7 +77,7 @@ type Stats struct {
 	InFlight          int     // bytes in flight
 	Buffered          int     // bytes written but not yet acknowledged
 	Dropped           uint64  // malformed datagrams and control messages
-	Deferred          uint64  // data datagrams refused while the read queue was full (asked for again later)
+	Deferred          uint64  // data datagrams refused while the read queue or the listener's memory budget was full (asked for again later)
 }
 
 // Receipt is the fate of a message written with Conn.WriteReceipt: Acked
@@ -287,7 +287,12 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 		lastRecv:    now,
 		lastSent:    now,
 	}
+	var budget reliability.Budget
+	if cfg.account != nil {
+		budget = cfg.account
+	}
 	c.layer = reliability.New(reliability.Config{
+		Budget:          budget,
 		MaxDatagram:     mtu - overhead(raddr),
 		Deliver:         c.deliver,
 		Receipt:         c.receipt,

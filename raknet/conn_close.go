@@ -19,9 +19,10 @@ func (c *Conn) finish(err error) {
 	wake(&c.readWait)
 	wake(&c.writeWait)
 	c.remove = true
+	// What the connection held is no one's now: its share of the
+	// listener's budget goes back.
+	c.layer.Close()
 	if c.cfg.account != nil {
-		// What the connection held is no one's now: its share of the
-		// listener's budget goes back.
 		c.cfg.account.a.Close()
 	}
 }

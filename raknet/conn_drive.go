@@ -143,10 +143,10 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	}
 	before := c.layer.Buffered()
 	if err := c.layer.HandleDatagram(now, b); err != nil {
-		if errors.Is(err, reliability.ErrHeldFull) {
-			// Flow control: nobody reads, so data is refused without being
-			// acknowledged; the layer asks for it again once the reader
-			// takes what it holds.
+		if errors.Is(err, reliability.ErrHeldFull) || errors.Is(err, reliability.ErrBudget) {
+			// Flow control: nobody reads, or the listener's memory is
+			// spoken for, so data is refused without being acknowledged;
+			// the layer asks for it again once there is room.
 			c.deferred++
 		} else {
 			c.drop()

@@ -239,11 +239,11 @@ func (c *Conn) Latency() time.Duration {
 }
 
 // Promote tells the connection that the application authenticated its
-// peer (for Bedrock, the player logged in): its share of the listener's
-// memory budget grows from the small cap of a peer not yet logged in to a
-// fair share. It is a no-op on dialed connections and on listeners
-// without a budget, and when the budget has no room for the larger share
-// (the connection keeps its small one). Safe for concurrent use.
+// peer (for Bedrock, the player logged in): on a listener with
+// PreLoginShare, its share of the memory budget grows from the small cap
+// of a peer not yet logged in to a fair share. It is a no-op otherwise,
+// on dialed connections, and when the budget has no room for the larger
+// share (the connection keeps its small one). Safe for concurrent use.
 func (c *Conn) Promote() {
 	if c.cfg.account != nil {
 		c.cfg.account.a.SetClass(guard.ClassLoggedIn)

@@ -121,6 +121,12 @@ type ListenConfig struct {
 	// DefaultMemoryBudget; negative means no shared bound (each connection
 	// keeps its own limits).
 	MemoryBudget int
+	// PreLoginShare keeps an established connection at a small share of
+	// the memory budget (1 MiB) until the application calls Conn.Promote:
+	// set it when the application authenticates its peers (a Bedrock
+	// server, at Login), so peers that have not done so cannot hold more.
+	// Without it a connection gets its fair share once established.
+	PreLoginShare bool
 	// HandshakesPerIP is how many handshakes one IP address that echoed
 	// a valid cookie may start per second, with bursts of five times as
 	// many; 0 means DefaultHandshakesPerIP, negative no limit.
@@ -617,6 +623,15 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 	return nil
 }
 
+// establishedClass is the budget class a connection takes once
+// established.
+func (l *Listener) establishedClass() guard.Class {
+	if l.cfg.PreLoginShare {
+		return guard.ClassPreLogin
+	}
+	return guard.ClassLoggedIn
+}
+
 // ipFull reports whether ip has as many established connections as it may.
 func (l *Listener) ipFull(ip netip.Addr) bool {
 	if l.cfg.MaxConnectionsPerIP < 0 {
@@ -650,8 +665,8 @@ func (l *Listener) established(c *Conn) {
 	perIP := l.perIP[c.raddr.Addr()]
 	l.ipMu.Unlock()
 	switch {
-	case c.cfg.account != nil && !c.cfg.account.a.SetClass(guard.ClassPreLogin):
-		// No room for the share a connection needs before its login.
+	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
+		// No room for the share an established connection needs.
 		l.refused.Add(1)
 		l.budgetRefusals.Add(1)
 		c.abort(net.ErrClosed, true)

@@ -239,3 +239,50 @@ func TestHandshakePoolBounded(t *testing.T) {
 	r.send(r.request2(1400, -9))
 	r.expect(wire.IDOpenConnectionReply2, time.Second)
 }
+
+// With PreLoginShare a connection holds at most the pre-login share of
+// the memory budget until Promote: a message larger than that waits,
+// refused, and arrives once the connection is promoted. Closing gives the
+// budget back.
+func TestPreLoginShareAndPromote(t *testing.T) {
+	l := listenTest(t, ListenConfig{PreLoginShare: true})
+	client, server := dialTest(t, Dialer{}, l)
+	msg := make([]byte, 2<<20)
+	msg[0] = 0xfe
+	go func() { _, _ = client.Write(msg) }()
+	if !waitFor(3*time.Second, func() bool { return server.Stats().Deferred > 0 }) {
+		t.Fatal("no datagram refused for a 2 MiB message before Promote")
+	}
+	if held := l.budget.Charged(); held > 2*preLoginShare {
+		t.Errorf("budget charged %d bytes before Promote, want about the %d share", held, preLoginShare)
+	}
+	if st := l.Stats(); st.BudgetRefusals == 0 {
+		t.Error("no budget refusal counted")
+	}
+	server.Promote()
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := server.ReadPacket()
+	if err != nil || len(got) != len(msg) {
+		t.Fatalf("after Promote: got %d bytes, %v, want the message", len(got), err)
+	}
+	server.closeNow(net.ErrClosed, true)
+	if n := l.budget.Charged(); n != 0 {
+		t.Errorf("after close: %d bytes charged, want 0", n)
+	}
+}
+
+// Without PreLoginShare an established connection gets a fair share at
+// once: a 2 MiB message arrives without Promote.
+func TestEstablishedFairShare(t *testing.T) {
+	l := listenTest(t, ListenConfig{})
+	client, server := dialTest(t, Dialer{}, l)
+	msg := make([]byte, 2<<20)
+	msg[0] = 0xfe
+	if _, err := client.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := server.ReadPacket(); err != nil || len(got) != len(msg) {
+		t.Fatalf("got %d bytes, %v, want the message", len(got), err)
+	}
+}

@@ -231,9 +231,11 @@ func listenConfig(c Config) raknet.ListenConfig {
 		MaxConnections:      c.MaxConnections,
 		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
 		MemoryBudget:        c.MemoryBudget,
-		ProtocolVersions:    c.RakNetProtocols,
-		Timeout:             c.Timeout,
-		GUID:                c.GUID,
+		// Sessions promote a connection once its player logged in.
+		PreLoginShare:    true,
+		ProtocolVersions: c.RakNetProtocols,
+		Timeout:          c.Timeout,
+		GUID:             c.GUID,
 	}
 }
 
