@@ -102,7 +102,9 @@ type BudgetConfig struct {
 //     Total. Growing beyond the floor (borrowing) needs the charges to
 //     stay within Total − Headroom and the account to stay within its
 //     share, max(floor, Total/active). Borrowers therefore never touch the
-//     Headroom, which stays for floors: however the accounts before it
+//     Headroom (or, if more, the floors of all open accounts holding
+//     nothing, up to half of Total), which stays for floors: however the
+//     accounts before it
 //     borrowed, a connection arriving later gets its floor as long as the
 //     floors of the other latecomers leave room (with the defaults, 32
 //     pre-login or 64 logged-in floors fit in the Headroom alone). A busy
@@ -132,6 +134,10 @@ type Budget struct {
 	// state packs the bytes charged (low 40 bits) and the count of
 	// active accounts (high 24 bits).
 	state atomic.Uint64
+	// idle is the sum of the floors of open accounts holding nothing:
+	// borrowing keeps that much free (up to half the total), so each of
+	// them can still become active, however many others grew first.
+	idle atomic.Int64
 }
 
 // NewBudget returns an empty Budget configured by cfg. It panics if Total
@@ -191,7 +197,14 @@ func (b *Budget) Active() int {
 
 // Open returns a new, empty ClassHandshake account of b.
 func (b *Budget) Open() *Account {
+	b.idle.Add(b.floors[ClassHandshake])
 	return &Account{b: b}
+}
+
+// kept returns what borrowing leaves free: the headroom, or the floors
+// of the idle accounts if more, at most half the total.
+func (b *Budget) kept() int64 {
+	return min(max(b.headroom, b.idle.Load()), b.total/2)
 }
 
 func packBudget(charged int64, active int64) uint64 {
@@ -287,7 +300,7 @@ func (a *Account) Reserve(n int) bool {
 			charged, active := unpackBudget(bs)
 			limit := b.total
 			if next > floor {
-				limit -= b.headroom
+				limit -= b.kept()
 				if share := max(floor, b.total/max(1, active+dActive)); next > share {
 					return false
 				}
@@ -300,6 +313,9 @@ func (a *Account) Reserve(n int) bool {
 			}
 		}
 		if a.state.CompareAndSwap(as, packAccount(next, c)) {
+			if held == 0 {
+				b.idle.Add(-floor)
+			}
 			return true
 		}
 		// Another goroutine changed the account first: give back what
@@ -333,6 +349,7 @@ func (a *Account) Release(n int) {
 			var dActive int64
 			if next == 0 {
 				dActive = 1
+				b.idle.Add(b.floors[c])
 			}
 			b.release(b.charge(held, c)-b.charge(next, c), dActive)
 			return
@@ -371,6 +388,9 @@ func (a *Account) SetClass(c Class) bool {
 			if dCharge < 0 {
 				b.release(-dCharge, 0)
 			}
+			if held == 0 {
+				b.idle.Add(b.floors[c] - b.floors[old])
+			}
 			return true
 		}
 		if dCharge > 0 {
@@ -393,6 +413,8 @@ func (a *Account) Close() {
 			var dActive int64
 			if held > 0 {
 				dActive = 1
+			} else {
+				b.idle.Add(-b.floors[c])
 			}
 			b.release(b.charge(held, c), dActive)
 			return

@@ -631,3 +631,51 @@ func BenchmarkBudget(b *testing.B) {
 		})
 	})
 }
+
+// However many accounts grow first, and in whatever order, an account
+// that has held nothing yet can still take its floor: borrowing leaves the
+// floors of the idle accounts free.
+func TestBudgetIdleAccountsKeepTheirFloor(t *testing.T) {
+	b := NewBudget(BudgetConfig{Total: 32 << 20})
+	var hostile []*Account
+	for range 50 {
+		a := b.Open()
+		if !a.SetClass(ClassLoggedIn) {
+			t.Fatal("SetClass refused on an empty account")
+		}
+		hostile = append(hostile, a)
+	}
+	honest := b.Open()
+	if !honest.SetClass(ClassLoggedIn) {
+		t.Fatal("SetClass refused on an empty account")
+	}
+	// Ten grow as far as they can, then the other forty each take a byte
+	// (and with it their floor): the floors of the accounts that were
+	// idle while the ten grew must still be there.
+	for _, a := range hostile[:10] {
+		for a.Reserve(64 << 10) {
+		}
+	}
+	for _, a := range hostile[10:] {
+		if !a.Reserve(1) {
+			t.Errorf("an idle account could not take its floor after ten others grew (charged %d of %d)", b.Charged(), b.Total())
+			break
+		}
+	}
+	if c := b.Charged(); c > b.Total() {
+		t.Fatalf("charged %d of %d", c, b.Total())
+	}
+	if !honest.Reserve(DefaultMinShare) {
+		t.Errorf("honest account: its %d-byte floor refused after 50 others grew (charged %d of %d)", DefaultMinShare, b.Charged(), b.Total())
+	}
+	for _, a := range hostile {
+		a.Close()
+	}
+	honest.Close()
+	if c := b.Charged(); c != 0 {
+		t.Errorf("after closing all: %d charged, want 0", c)
+	}
+	if n := b.idle.Load(); n != 0 {
+		t.Errorf("after closing all: idle floors %d, want 0", n)
+	}
+}
