@@ -62,7 +62,10 @@ func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
 		if err != nil || whole == nil {
 			return err
 		}
-		f = whole
+		// The message takes the reliability and ordering of its first
+		// fragment, whatever the completing one claims, as its cost was
+		// counted.
+		f, rel = whole, whole.Reliability
 	}
 	switch {
 	case rel.Sequenced():
