@@ -243,8 +243,17 @@ type Config struct {
 	// GameMode is the game mode name advertised in the MOTD; empty means
 	// "Survival".
 	GameMode string
-	// MaxPlayers is the player limit; 0 or less means 20.
+	// MaxPlayers is the player limit; 0 or less means 20. UpdateStatus and
+	// StatusProvider can change it while the server runs.
 	MaxPlayers int
+	// StatusProvider, if set, decides the status advertised in pongs (the
+	// MOTD's text, player count and player limit) while the server runs;
+	// see StatusProvider. Nil means the configured fields with the live
+	// player count.
+	StatusProvider StatusProvider
+	// StatusInterval is how often StatusProvider is asked, besides after
+	// each join and leave; 0 or less means DefaultStatusInterval.
+	StatusInterval time.Duration
 	// Version is the advertised game version; empty means
 	// session.CurrentVersion.
 	Version string

@@ -55,6 +55,16 @@ type Server struct {
 	handler session.Handler
 	base    motd.Status // the MOTD without player count and ports
 	status  atomic.Value[motd.Status]
+	// maxPlayers is the player limit in force: Config.MaxPlayers until
+	// UpdateStatus or the StatusProvider change it.
+	maxPlayers atomic.Int64
+	// self is the status the server computed itself, for the
+	// StatusProvider; guarded by mu.
+	self         motd.Status
+	provided     bool          // the provider has answered once; guarded by mu
+	statusKick   chan struct{} // wakes provideStatus
+	statusDone   chan struct{} // stops provideStatus
+	statusWarned atomic.Bool   // a bad provider is reported once
 
 	// sessCtx is the context sessions run under; cancelled last in Close,
 	// after they were told the server is closing.
@@ -102,6 +112,9 @@ func (c Config) New() *Server {
 	}
 	c.Version = cmp(c.Version, session.CurrentVersion)
 	c.Protocol = cmp(c.Protocol, session.CurrentProtocol)
+	if c.StatusInterval <= 0 {
+		c.StatusInterval = DefaultStatusInterval
+	}
 	if len(c.AcceptedProtocols) == 0 {
 		c.AcceptedProtocols = []int32{c.Protocol}
 	}
@@ -116,11 +129,14 @@ func (c Config) New() *Server {
 		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
 	}
 	srv := &Server{
-		conf:     c,
-		log:      c.Log.With().Str("src", "server").Logger(),
-		handler:  c.Handler,
-		sessions: make(map[*session.Session]*entry),
+		conf:       c,
+		log:        c.Log.With().Str("src", "server").Logger(),
+		handler:    c.Handler,
+		sessions:   make(map[*session.Session]*entry),
+		statusKick: make(chan struct{}, 1),
+		statusDone: make(chan struct{}),
 	}
+	srv.maxPlayers.Store(int64(c.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.GateHandler{
 			AcceptedProtocols: c.AcceptedProtocols,
@@ -140,6 +156,7 @@ func (c Config) New() *Server {
 		Extra:           []string{"0"},
 	}
 	srv.status.Store(srv.base)
+	srv.self = srv.base
 	srv.sessCtx, srv.cancel = context.WithCancel(context.Background())
 	return srv
 }
@@ -208,6 +225,10 @@ func (srv *Server) Listen() error {
 	for _, l := range srv.listeners() {
 		srv.loops.Add(1)
 		go srv.accept(l)
+	}
+	if c.StatusProvider != nil {
+		srv.loops.Add(1)
+		go srv.provideStatus(srv.statusDone)
 	}
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
@@ -380,7 +401,7 @@ func (srv *Server) admit(s *session.Session) bool {
 		return false // already removed: the session is ending
 	case e.player:
 		return true
-	case srv.players >= srv.conf.MaxPlayers:
+	case srv.players >= srv.playerLimit():
 		return false
 	}
 	e.player = true
@@ -405,16 +426,7 @@ func (srv *Server) updateStatusLocked() {
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
 	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
-	b, err := st.Encode()
-	if err != nil {
-		// Listen checked the fixed fields fit; only numbers changed.
-		srv.log.Error().Err(err).Msg("encode MOTD")
-		return
-	}
-	for _, l := range srv.listeners() {
-		l.PongData(b)
-	}
-	srv.status.Store(st)
+	srv.publishLocked(st)
 }
 
 // Close shuts the server down: it stops accepting sessions, disconnects
@@ -431,6 +443,7 @@ func (srv *Server) Close() error {
 func (srv *Server) shutdown() {
 	srv.mu.Lock()
 	srv.closing = true
+	close(srv.statusDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
 	started := srv.started

@@ -22,7 +22,7 @@ func (t tracker) HandleOpen(s *session.Session) error {
 // Disconnect when every slot is taken, and otherwise passes p on.
 func (t tracker) HandlePacket(s *session.Session, p session.Packet) error {
 	if p.ID == session.IDLogin && !t.srv.admit(s) {
-		s.Log().Debug().Int("max_players", t.srv.conf.MaxPlayers).Msg("server full; refusing login")
+		s.Log().Debug().Int("max_players", t.srv.playerLimit()).Msg("server full; refusing login")
 		// Disconnect closes the session, so Run returns nil: a full
 		// server is not the client's fault.
 		_ = s.DisconnectWith(session.DisconnectReasonServerFull, ServerFullMessage)

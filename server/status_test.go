@@ -1,0 +1,127 @@
+package server
+
+import (
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/basaltmc/basalt/motd"
+)
+
+func TestUpdateStatus(t *testing.T) {
+	srv := startServer(t, Config{Name: "Before", MaxPlayers: 5, GUID: 42})
+	addr := gameAddr(t, srv)
+	err := srv.UpdateStatus(func(st *motd.Status) {
+		st.ServerName = "After"
+		st.LevelName = "Another level"
+		st.MaxPlayers = 9
+		st.ServerGUID = 7 // the server's own
+		st.Players = 1000 // counted by the server
+		st.PortV4 = 1     // the listeners'
+	})
+	if err != nil {
+		t.Fatalf("UpdateStatus: %v", err)
+	}
+	got := ping(t, addr)
+	if got.ServerName != "After" || got.LevelName != "Another level" || got.MaxPlayers != 9 {
+		t.Errorf("pong after UpdateStatus: got name %q, level %q, max %d; want After, Another level, 9",
+			got.ServerName, got.LevelName, got.MaxPlayers)
+	}
+	if got.ServerGUID != 42 || got.Players != 0 || got.PortV4 != port(srv.Addrs()[0]) {
+		t.Errorf("pong after UpdateStatus: got GUID %d, players %d, port %d; want the server's own 42, 0, %d",
+			got.ServerGUID, got.Players, got.PortV4, port(srv.Addrs()[0]))
+	}
+	if srv.playerLimit() != 9 {
+		t.Errorf("player limit: got %d, want 9", srv.playerLimit())
+	}
+	if st := srv.Status(); st.ServerName != "After" {
+		t.Errorf("Status: got name %q, want After", st.ServerName)
+	}
+}
+
+func TestUpdateStatusRefusesBadStatus(t *testing.T) {
+	srv := startServer(t, Config{Name: "Kept", MaxPlayers: 5})
+	addr := gameAddr(t, srv)
+	for name, f := range map[string]func(*motd.Status){
+		"semicolon in version": func(st *motd.Status) { st.Version = "1;2" },
+		"no player limit":      func(st *motd.Status) { st.MaxPlayers = 0 },
+		"too long":             func(st *motd.Status) { st.Version = strings.Repeat("9", 400) },
+	} {
+		if err := srv.UpdateStatus(func(st *motd.Status) { st.ServerName = "Changed"; f(st) }); err == nil {
+			t.Errorf("%s: UpdateStatus returned nil", name)
+		}
+	}
+	if got := ping(t, addr); got.ServerName != "Kept" || got.MaxPlayers != 5 {
+		t.Errorf("after refused updates: got name %q, max %d; want Kept, 5", got.ServerName, got.MaxPlayers)
+	}
+	if srv.playerLimit() != 5 {
+		t.Errorf("player limit: got %d, want 5", srv.playerLimit())
+	}
+}
+
+func TestStatusProvider(t *testing.T) {
+	var calls atomic.Int64
+	var mode atomic.Int64 // 0 good, 1 panics, 2 does not encode
+	provider := StatusProviderFunc(func(cur motd.Status) motd.Status {
+		calls.Add(1)
+		switch mode.Load() {
+		case 1:
+			panic("provider broke")
+		case 2:
+			cur.Version = "1;2"
+			return cur
+		}
+		cur.ServerName = "Live"
+		cur.Players = cur.Players + 100 // players elsewhere
+		cur.MaxPlayers = 300
+		cur.ServerGUID = 1 // ignored
+		return cur
+	})
+	srv := startServer(t, Config{Name: "Static", MaxPlayers: 5, GUID: 99, StatusProvider: provider, StatusInterval: 10e6})
+	addr := gameAddr(t, srv)
+	waitFor(t, "the provider's status", func() bool { return ping(t, addr).ServerName == "Live" })
+	got := ping(t, addr)
+	if got.Players != 100 || got.MaxPlayers != 300 || got.ServerGUID != 99 || got.PortV4 != port(srv.Addrs()[0]) {
+		t.Errorf("got players %d, max %d, GUID %d, port %d; want 100, 300, 99 (the server's) and the listener's port",
+			got.Players, got.MaxPlayers, got.ServerGUID, got.PortV4)
+	}
+	if srv.playerLimit() != 300 {
+		t.Errorf("player limit: got %d, want the provider's 300", srv.playerLimit())
+	}
+	// A provider that panics or returns a status that does not encode
+	// leaves the last good one.
+	for _, m := range []int64{1, 2} {
+		mode.Store(m)
+		n := calls.Load()
+		waitFor(t, "two more provider calls", func() bool { return calls.Load() >= n+2 })
+		if got := ping(t, addr); got.ServerName != "Live" {
+			t.Errorf("mode %d: got name %q, want the last good Live", m, got.ServerName)
+		}
+	}
+	// UpdateStatus feeds the provider the new configured fields.
+	mode.Store(0)
+	if err := srv.UpdateStatus(func(st *motd.Status) { st.LevelName = "New level" }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new level name", func() bool { return ping(t, addr).LevelName == "New level" })
+}
+
+func TestStatusProviderStopsAtClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var calls atomic.Int64
+	srv := Config{AddressV4: "127.0.0.1:0", StatusInterval: 5e6,
+		StatusProvider: StatusProviderFunc(func(cur motd.Status) motd.Status { calls.Add(1); return cur })}.New()
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a provider call", func() bool { return calls.Load() > 0 })
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := calls.Load()
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	if got := calls.Load(); got != n {
+		t.Errorf("provider called %d times after Close", got-n)
+	}
+}
