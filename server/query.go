@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/query"
@@ -44,8 +45,7 @@ func (srv *Server) withQuery(lc raknet.ListenConfig, v6 bool) raknet.ListenConfi
 	return lc
 }
 
-// queryStatus makes the stat replies of one game listener. Its status
-// method runs on that listener's read goroutine only.
+// queryStatus makes the stat replies of one game listener.
 type queryStatus struct {
 	srv  *Server
 	host string // the listener's host, as configured
@@ -54,7 +54,7 @@ type queryStatus struct {
 	// for the server's lock, which Listen holds while it closes
 	// listeners (and so waits for their readers): when the lock is busy
 	// the reply lists the names read last time.
-	names []string
+	names atomic.Pointer[[]string]
 }
 
 // status returns what a stat reply says now.
@@ -70,8 +70,11 @@ func (q *queryStatus) status() query.Status {
 	if st.GameMode == "Creative" || st.GameMode == "Spectator" {
 		gameType = "CMP"
 	}
-	if names, ok := q.srv.playerNames(); ok {
-		q.names = names
+	names, ok := q.srv.playerNames()
+	if ok {
+		q.names.Store(&names)
+	} else if last := q.names.Load(); last != nil {
+		names = *last
 	}
 	return query.Status{
 		HostName:   st.ServerName,
@@ -83,7 +86,7 @@ func (q *queryStatus) status() query.Status {
 		MaxPlayers: st.MaxPlayers,
 		HostIP:     q.host,
 		HostPort:   port,
-		Players:    q.names,
+		Players:    names,
 	}
 }
 

@@ -388,3 +388,30 @@ func ExampleLoadOrCreateCookieSecret() {
 	fmt.Println(len(secret), err)
 	// Output: 32 <nil>
 }
+
+// A stat reply never waits for the server's lock (Listen holds it while it
+// closes listeners, and so waits for their readers): while it is held, the
+// reply lists the names read last time.
+func TestQueryStatusNeverWaits(t *testing.T) {
+	srv := Config{Query: true, Name: "N"}.New()
+	qs := &queryStatus{srv: srv, host: "0.0.0.0"}
+	if st := qs.status(); st.HostName != "N" || len(st.Players) != 0 {
+		t.Fatalf("got %+v", st)
+	}
+	qs.names.Store(&[]string{"Steve"})
+	srv.mu.Lock()
+	done := make(chan []string)
+	go func() { done <- qs.status().Players }()
+	select {
+	case got := <-done:
+		if !reflect.DeepEqual(got, []string{"Steve"}) {
+			t.Errorf("got %v, want the last names [Steve]", got)
+		}
+	case <-time.After(testTimeout):
+		t.Error("status waited for the server's lock")
+	}
+	srv.mu.Unlock()
+	if got := qs.status().Players; len(got) != 0 {
+		t.Errorf("lock free again: got %v, want the current (empty) list", got)
+	}
+}
