@@ -38,8 +38,9 @@ func (l *Listener) handleQuery(b []byte, from, k netip.AddrPort, now time.Time) 
 		case l.replyBytes != nil && !l.replyBytes.Allow(now, len(out)):
 			l.rateLimited.Add(1)
 		default:
-			_ = l.ep.write(out, from)
+			// Counted first, so a peer that has the reply sees it counted.
 			l.queryAnswered.Add(1)
+			_ = l.ep.write(out, from)
 		}
 		if cap(out) <= maxKeptOut {
 			l.out = out[:0]

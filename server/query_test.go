@@ -400,7 +400,7 @@ func TestQueryStatusNeverWaits(t *testing.T) {
 	}
 	qs.names.Store(&[]string{"Steve"})
 	srv.mu.Lock()
-	done := make(chan []string)
+	done := make(chan []string, 1)
 	go func() { done <- qs.status().Players }()
 	select {
 	case got := <-done:
