@@ -159,6 +159,25 @@ type ListenConfig struct {
 	// GUID is the server GUID sent in pongs and replies; 0 picks a random
 	// one.
 	GUID int64
+	// CookieSecret keys the handshake cookies (see MinCookieSecret); nil
+	// means a random secret for this listener. Listeners behind one load
+	// balancer that share a secret (and roughly the time) accept each
+	// other's cookies, so a client whose Request2 reaches another instance
+	// than its Request1 still connects. The key is derived from the
+	// secret with a label of its own, so the same secret may key other
+	// things.
+	CookieSecret []byte
+	// Query, if set, answers the datagrams that begin 0xFE 0xFD: the
+	// GameSpy4 query protocol, which Minecraft servers answer on their
+	// game port. Those bytes never begin a RakNet datagram (0xFE sets both
+	// the ACK and the NACK flag), so no connection loses anything to it.
+	// Each request first costs its source prefix a token of OfflineRate,
+	// as a ping does. Query appends its reply to dst and returns it; an
+	// empty reply sends nothing, and a reply is sent only within
+	// OfflineBytes. An error means the request was refused, and is counted
+	// in ListenerStats.Dropped. Query is called from the listener's read
+	// goroutine only, must not keep req or dst, and must not block.
+	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
 
 	// limits overrides connection limits in tests.
 	limits limits
@@ -189,6 +208,7 @@ type ListenerStats struct {
 	Amplification    uint64 // datagrams a handshake was not allowed to send (3× rule)
 	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
 	Oversize         uint64 // datagrams over the largest MTU
+	QueryAnswered    uint64 // replies ListenConfig.Query sent
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
 }
@@ -214,6 +234,7 @@ type Listener struct {
 	closed bool // set by Close under mu: no new connections
 
 	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
+	queryAnswered                                                                        atomic.Uint64
 	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
 	// prefixes and replyBytes limit offline replies per source prefix and
 	// in total; ipRate limits the handshakes of each proven IP.
@@ -262,6 +283,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 			network = "udp6"
 		}
 	}
+	if lc.CookieSecret != nil && len(lc.CookieSecret) < MinCookieSecret {
+		return nil, &net.OpError{Op: "listen", Net: "raknet", Err: errShortCookieSecret}
+	}
 	listen := lc.ListenPacket
 	if listen == nil {
 		listen = net.ListenPacket
@@ -295,7 +319,11 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		l.cfg.GUID = newGUID(false)
 	}
 	var secret [16]byte
-	_, _ = rand.Read(secret[:])
+	if lc.CookieSecret == nil {
+		_, _ = rand.Read(secret[:])
+	} else {
+		secret = cookieKey(lc.CookieSecret)
+	}
 	l.resp = responder{guid: l.cfg.GUID, protocols: l.cfg.ProtocolVersions, maxMTU: maxMTUOr(lc.MaxMTU, DefaultMaxMTU),
 		cookies: guard.NewCookies(secret, cookiePeriod)}
 	if rate := orDefaultInt(lc.OfflineRate, DefaultOfflineRate); rate > 0 {
@@ -359,6 +387,7 @@ func (l *Listener) Stats() ListenerStats {
 		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
 		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
 		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
+		QueryAnswered: l.queryAnswered.Load(),
 	}
 }
 

@@ -12,6 +12,10 @@ import (
 // handle takes one datagram from the socket's reader.
 func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	k := key(from)
+	if l.cfg.Query != nil && isQuery(b) {
+		l.handleQuery(b, from, k, now)
+		return
+	}
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
 		c := l.conns[k]

@@ -61,6 +61,16 @@ address_v6 = "[::]:19133"
 # 19133 for IPv6) when the game ports above differ, so that clients on the
 # local network list the server. The pong points them at the game ports.
 lan_discovery = true
+# Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game
+# ports, so server lists and tools can read the name, version and player
+# names. A stat goes only to a client that echoed the token sent to it.
+query = true
+# File holding the secret that keys RakNet's handshake cookies and the query
+# tokens, created with a random secret if missing. Give servers behind one
+# load balancer the same file so they accept each other's cookies. Empty
+# means a new random secret at each start. A relative path is relative to
+# this file's directory.
+cookie_secret_file = ""
 
 [server]
 # First MOTD line: the server name shown in the server list. Minecraft colour
@@ -135,6 +145,12 @@ type UserConfig struct {
 		// LANDiscovery also answers pings on ports 19132/19133 when the
 		// game ports differ.
 		LANDiscovery bool `toml:"lan_discovery"`
+		// Query answers the Query protocol on the game ports.
+		Query bool `toml:"query"`
+		// CookieSecretFile holds the cookie and query token secret; ""
+		// means a random one per start. A relative path is relative to
+		// the config file's directory.
+		CookieSecretFile string `toml:"cookie_secret_file"`
 	} `toml:"network"`
 	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
@@ -233,6 +249,16 @@ type Config struct {
 	// LANAddressV6 is where LAN discovery pings for IPv6 arrive; empty
 	// means "[::]:19133".
 	LANAddressV6 string
+	// Query answers the Query protocol (package query) on the game
+	// listeners; false (the zero value) leaves it unanswered.
+	Query bool
+	// CookieSecret keys the RakNet handshake cookies and the query
+	// tokens, at least raknet.MinCookieSecret bytes; nil means a random
+	// secret for each listener.
+	CookieSecret []byte
+	// CookieSecretFile is the resolved path CookieSecret was read from,
+	// "" for none.
+	CookieSecretFile string
 
 	// Name is MOTD line 1; empty means "Basalt".
 	Name string
@@ -319,6 +345,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.AddressV4 = "0.0.0.0:19132"
 	uc.Network.AddressV6 = "[::]:19133"
 	uc.Network.LANDiscovery = true
+	uc.Network.Query = true
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -701,6 +728,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		AddressV4:         uc.Network.AddressV4,
 		AddressV6:         uc.Network.AddressV6,
 		LANDiscovery:      uc.Network.LANDiscovery,
+		Query:             uc.Network.Query,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
 		Edition:           motd.Edition(uc.Server.Edition),
@@ -742,6 +770,9 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	c.GUID = guid
 	if errors.Is(statErr, fs.ErrNotExist) {
 		l.Info().Str("path", c.GUIDFile).Int64("guid", guid).Msg("created server GUID file")
+	}
+	if err := c.loadCookieSecret(uc.Network.CookieSecretFile, uc.dir, l); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }

@@ -202,7 +202,7 @@ func (srv *Server) Listen() error {
 		}
 		// An empty host means every address of this family only.
 		addr := withHost(g.addr, g.wildcard)
-		l, err := lc.Listen(addr)
+		l, err := srv.withQuery(lc, g.l == &srv.v6).Listen(addr)
 		if err != nil && srv.v4 != nil && noIPv6(err) {
 			// A host without IPv6 (some containers) still serves IPv4.
 			srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
@@ -257,6 +257,7 @@ func listenConfig(c Config) raknet.ListenConfig {
 		ProtocolVersions: c.RakNetProtocols,
 		Timeout:          c.Timeout,
 		GUID:             c.GUID,
+		CookieSecret:     c.CookieSecret,
 	}
 }
 

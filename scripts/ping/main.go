@@ -12,6 +12,12 @@
 //
 //	go run ./scripts/ping -scan [-port 19132] [-timeout 2s]
 //
+// Ask one server for its Query full stat instead (the GameSpy4 protocol
+// PocketMine-MP and Basalt answer on the game port: name, version, map,
+// players by name), sent to that address only:
+//
+//	go run ./scripts/ping -query 127.0.0.1:19132
+//
 // -broadcast replaces the broadcast address with a comma-separated list of
 // addresses, each pinged the same way: a subnet broadcast such as
 // 192.168.1.255, or plain server addresses such as 127.0.0.1:19132,[::1]:19133.
@@ -41,11 +47,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ping", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scanMode := fs.Bool("scan", false, "list every server that answers a broadcast ping")
+	queryMode := fs.Bool("query", false, "ask the one server given for its Query full stat instead of pinging it")
 	port := fs.Int("port", 19132, "port for addresses given without one")
 	broadcast := fs.String("broadcast", "255.255.255.255", "with -scan: comma-separated addresses to ping instead of the IPv4 broadcast address")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for answers")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ping [-timeout 2s] [-port 19132] ADDR\n       ping -scan [-port 19132] [-broadcast ADDR,...] [-timeout 2s]\n")
+		fmt.Fprintf(stderr, "usage: ping [-query] [-timeout 2s] [-port 19132] ADDR\n       ping -scan [-port 19132] [-broadcast ADDR,...] [-timeout 2s]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +74,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 2
 		}
+		if *queryMode {
+			st, err := queryOne(ctx, withPort(fs.Arg(0), p))
+			if err != nil {
+				fmt.Fprintf(stderr, "ping: %v\n", err)
+				return 1
+			}
+			st.print(stdout)
+			return 0
+		}
 		a, err := pingOne(ctx, withPort(fs.Arg(0), p))
 		if err != nil {
 			fmt.Fprintf(stderr, "ping: %v\n", err)
@@ -76,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	if fs.NArg() != 0 {
+	if fs.NArg() != 0 || *queryMode {
 		fs.Usage()
 		return 2
 	}

@@ -1,0 +1,52 @@
+package raknet
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Query datagrams begin with these two bytes (the GameSpy4 magic). As the
+// first byte of a RakNet datagram 0xFE sets the valid bit and both the ACK
+// and the NACK bit, and a datagram with both is neither data, ACK nor
+// NACK: every decoder refuses it (wire.DatagramHeader.Decode,
+// wire.Ack.Decode; TestQueryMagicIsNoRakNet), so handing these to
+// ListenConfig.Query takes nothing from RakNet.
+const queryMagic0, queryMagic1 = 0xfe, 0xfd
+
+// maxKeptOut bounds the reply buffer the read goroutine keeps between
+// datagrams once a query reply has grown it.
+const maxKeptOut = 64 << 10
+
+// isQuery reports whether b begins with the query magic.
+func isQuery(b []byte) bool {
+	return len(b) >= 2 && b[0] == queryMagic0 && b[1] == queryMagic1
+}
+
+// handleQuery hands a query datagram to ListenConfig.Query after the same
+// per-prefix rate limit as a ping, and sends its reply within the offline
+// reply bytes. It runs on the read goroutine and allocates nothing on its
+// own.
+func (l *Listener) handleQuery(b []byte, from, k netip.AddrPort, now time.Time) {
+	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
+		l.rateLimited.Add(1)
+	} else {
+		out, err := l.cfg.Query(l.out[:0], b, from, now)
+		switch {
+		case err != nil:
+			l.dropped.Add(1)
+		case len(out) == 0:
+		case l.replyBytes != nil && !l.replyBytes.Allow(now, len(out)):
+			l.rateLimited.Add(1)
+		default:
+			// Counted first, so a peer that has the reply sees it counted.
+			l.queryAnswered.Add(1)
+			_ = l.ep.write(out, from)
+		}
+		if cap(out) <= maxKeptOut {
+			l.out = out[:0]
+		}
+	}
+	if now.Sub(l.refusalLogAt) >= refusalLogInterval {
+		l.logRefusals(now)
+	}
+}
