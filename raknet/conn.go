@@ -194,7 +194,7 @@ type Conn struct {
 	cfg   connConfig
 
 	ep    *endpoint
-	wap   netip.AddrPort // the peer as the socket reports it
+	wap   netip.AddrPort // where datagrams go: the peer, or the proxy it is behind, as the socket reports it
 	raddr netip.AddrPort // the peer, IPv4 unmapped
 	mtu   int
 	guid  int64 // the peer's GUID; set before the Conn is shared

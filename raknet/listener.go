@@ -178,6 +178,38 @@ type ListenConfig struct {
 	// in ListenerStats.Dropped. Query is called from the listener's read
 	// goroutine only, must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
+	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
+	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
+	// put in front of the datagrams they forward, from the sources in
+	// TrustedProxies; Listen fails if it is set and TrustedProxies is
+	// empty. The client a header names is the peer as everything else
+	// sees it: connection keys, per-IP limits, cookies, logs,
+	// Conn.RemoteAddr, Reply2's client address. Replies go to the proxy's
+	// address and port, where the datagram came from. The rules:
+	//   - A header from a source not in TrustedProxies is dropped unread
+	//     (ListenerStats.ProxyUntrusted).
+	//   - A datagram without a header from a source not in
+	//     TrustedProxies is a client of its own, so LAN clients still
+	//     connect directly.
+	//   - A header from a trusted proxy names the client, and remembers
+	//     it for the proxy's address and port: a flow. Some senders put a
+	//     header on every datagram, others (frp) on a flow's first only;
+	//     a datagram without a header from a trusted proxy belongs to the
+	//     flow of its address and port, and without one it is dropped
+	//     (ProxyNoFlow): a trusted proxy's own traffic is not served. A
+	//     flow unused for Timeout is forgotten, and at most 8192 are
+	//     kept, the least recently used making room.
+	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
+	//     that does not parse, names other than a UDP client, or carries
+	//     nothing after it counts as Dropped.
+	// Without ProxyProtocol a header is no RakNet datagram and is
+	// dropped, and the listener costs what it did before.
+	ProxyProtocol bool
+	// TrustedProxies are the networks whose datagrams may carry PROXY
+	// headers when ProxyProtocol is set; ignored otherwise. Anyone able
+	// to send from a trusted address can claim any client address, so
+	// list only the proxies' own addresses.
+	TrustedProxies []netip.Prefix
 
 	// limits overrides connection limits in tests.
 	limits limits
@@ -209,6 +241,11 @@ type ListenerStats struct {
 	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
 	Oversize         uint64 // datagrams over the largest MTU
 	QueryAnswered    uint64 // replies ListenConfig.Query sent
+	// PROXY protocol refusals (see ListenConfig.ProxyProtocol); headers
+	// that do not parse count as Dropped.
+	ProxyUntrusted uint64 // PROXY headers from sources not in TrustedProxies
+	ProxyNoFlow    uint64 // datagrams without a header from a trusted proxy with no flow
+	ProxyLocal     uint64 // LOCAL headers (proxies' health checks)
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
 }
@@ -258,6 +295,9 @@ type Listener struct {
 	// completes its handshake, atomically with its move.
 	pending, nEstablished atomic.Int64
 
+	// proxy applies ListenConfig.ProxyProtocol; nil without it.
+	proxy *proxyGate
+
 	// Used only by the read goroutine.
 	out []byte
 }
@@ -285,6 +325,13 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	if lc.CookieSecret != nil && len(lc.CookieSecret) < MinCookieSecret {
 		return nil, &net.OpError{Op: "listen", Net: "raknet", Err: errShortCookieSecret}
+	}
+	var gate *proxyGate
+	if lc.ProxyProtocol {
+		var err error
+		if gate, err = newProxyGate(lc.TrustedProxies, orDefault(lc.Timeout, DefaultTimeout)); err != nil {
+			return nil, &net.OpError{Op: "listen", Net: "raknet", Err: err}
+		}
 	}
 	listen := lc.ListenPacket
 	if listen == nil {
@@ -346,6 +393,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		l.cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
 	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
+	l.proxy = gate
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
 	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
@@ -380,7 +428,7 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.RLock()
 	n := len(l.conns)
 	l.mu.RUnlock()
-	return ListenerStats{
+	st := ListenerStats{
 		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
 		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
 		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
@@ -389,6 +437,8 @@ func (l *Listener) Stats() ListenerStats {
 		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
 		QueryAnswered: l.queryAnswered.Load(),
 	}
+	l.proxy.stats(&st)
+	return st
 }
 
 // Accept waits for the next established connection; it returns a *Conn.

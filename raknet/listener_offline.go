@@ -11,6 +11,14 @@ import (
 
 // handle takes one datagram from the socket's reader.
 func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
+	// Replies go to via, where the datagram came from; behind a proxy,
+	// from becomes the client it speaks for (ListenConfig.ProxyProtocol).
+	via := from
+	if l.proxy != nil {
+		if b, from = l.unproxy(b, via, now); b == nil {
+			return
+		}
+	}
 	k := key(from)
 	if l.cfg.Query != nil && isQuery(b) {
 		l.handleQuery(b, from, k, now)
@@ -20,11 +28,13 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 		l.mu.RLock()
 		c := l.conns[k]
 		l.mu.RUnlock()
-		if c != nil {
+		if c != nil && (l.proxy == nil || c.wap == via) {
 			c.handle(b, now)
 			return
 		}
-		if !l.ep.ackStale(b, from, now) {
+		// A proxied peer's stale data is not acknowledged: the ACK would
+		// go to the client's address, not the proxy's.
+		if via != from || !l.ep.ackStale(b, from, now) {
 			l.dropped.Add(1)
 		}
 		return
@@ -47,7 +57,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 		l.out, err = l.resp.reply1(l.out[:0], b, from, now)
 	case wire.IDOpenConnectionRequest2:
 		l.out = l.out[:0]
-		err = l.handleRequest2(b, from, k, now)
+		err = l.handleRequest2(b, from, via, k, now)
 	default:
 		l.out, err = l.resp.pong(l.out[:0], b, *l.pong.Load(), !l.full())
 		if err == nil && len(l.out) > 0 {
@@ -58,7 +68,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 		l.dropped.Add(1)
 	} else if len(l.out) > 0 {
 		if l.replyBytes == nil || l.replyBytes.Allow(now, len(l.out)) {
-			_ = l.ep.write(l.out, from)
+			_ = l.ep.write(l.out, via)
 		} else {
 			l.rateLimited.Add(1)
 		}
@@ -71,7 +81,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 // refusals returns the total of the refusal counters.
 func (l *Listener) refusals() uint64 {
 	return l.dropped.Load() + l.cookieFailures.Load() + l.rateLimited.Load() + l.poolFull.Load() +
-		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load()
+		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load() + l.proxy.refusals()
 }
 
 // logRefusals writes one line with the refusals since the last one, if
@@ -108,8 +118,9 @@ func (l *Listener) full() bool {
 }
 
 // handleRequest2 carries out the responder's decision on an
-// OpenConnectionRequest2; the reply, if any, is left in l.out.
-func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Time) error {
+// OpenConnectionRequest2 from a peer whose datagrams come from via; the
+// reply, if any, is left in l.out.
+func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.Time) error {
 	m, proven, bad, err := l.resp.check2(b, from, now)
 	switch {
 	case err != nil:
@@ -199,6 +210,7 @@ func (l *Listener) handleRequest2(b []byte, from, k netip.AddrPort, now time.Tim
 		cfg.account = &account{a: l.budget.Open(), refused: &l.budgetRefusals}
 	}
 	c := newConn(l.ep, from, d.mtu, cfg, false, now)
+	c.wap = via
 	c.guid = d.guid
 	c.onEstablished = l.established
 	c.onClose = l.removeConn
