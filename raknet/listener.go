@@ -241,13 +241,14 @@ type ListenerStats struct {
 	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
 	Oversize         uint64 // datagrams over the largest MTU
 	QueryAnswered    uint64 // replies ListenConfig.Query sent
+	Connections      int    // open now, handshakes included
+	Handshaking      int    // in their handshake now
+
 	// PROXY protocol refusals (see ListenConfig.ProxyProtocol); headers
 	// that do not parse count as Dropped.
 	ProxyUntrusted uint64 // PROXY headers from sources not in TrustedProxies
 	ProxyNoFlow    uint64 // datagrams without a header from a trusted proxy with no flow
 	ProxyLocal     uint64 // LOCAL headers (proxies' health checks)
-	Connections      int    // open now, handshakes included
-	Handshaking      int    // in their handshake now
 }
 
 // Listener accepts RakNet connections on one UDP socket and answers
