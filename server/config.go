@@ -71,6 +71,15 @@ query = true
 # means a new random secret at each start. A relative path is relative to
 # this file's directory.
 cookie_secret_file = ""
+# Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg,
+# frp, TCPShield-style) put on the datagrams they forward, and see each
+# client by the address it names. Clients not behind a proxy still connect.
+proxy_protocol = false
+# The proxies allowed to send PROXY headers, as CIDR prefixes ("203.0.113.0/24",
+# "2001:db8::/32") or single IPs; proxy_protocol needs at least one. A header
+# from any other address is refused. Only the proxies should be able to send
+# from these addresses: whoever can may claim to be any client.
+trusted_proxies = []
 
 [server]
 # First MOTD line: the server name shown in the server list. Minecraft colour
@@ -151,6 +160,10 @@ type UserConfig struct {
 		// means a random one per start. A relative path is relative to
 		// the config file's directory.
 		CookieSecretFile string `toml:"cookie_secret_file"`
+		// ProxyProtocol takes PROXY v2 headers from TrustedProxies.
+		ProxyProtocol bool `toml:"proxy_protocol"`
+		// TrustedProxies are CIDR prefixes or IPs.
+		TrustedProxies []string `toml:"trusted_proxies"`
 	} `toml:"network"`
 	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
@@ -259,6 +272,13 @@ type Config struct {
 	// CookieSecretFile is the resolved path CookieSecret was read from,
 	// "" for none.
 	CookieSecretFile string
+	// ProxyProtocol makes the listeners take PROXY protocol v2 headers
+	// from TrustedProxies (see raknet.ListenConfig.ProxyProtocol). False
+	// (the zero value) takes none.
+	ProxyProtocol bool
+	// TrustedProxies are the proxies whose headers are taken; needed with
+	// ProxyProtocol.
+	TrustedProxies []netip.Prefix
 
 	// Name is MOTD line 1; empty means "Basalt".
 	Name string
@@ -346,6 +366,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.AddressV6 = "[::]:19133"
 	uc.Network.LANDiscovery = true
 	uc.Network.Query = true
+	uc.Network.TrustedProxies = []string{}
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -488,6 +509,14 @@ func (uc UserConfig) Validate() error {
 	if err := checkAddress(n.AddressV6, true); err != nil {
 		add("network.address_v6", "%q: %v", n.AddressV6, err)
 	}
+	for i, p := range n.TrustedProxies {
+		if _, err := parseProxyPrefix(p); err != nil {
+			add(fmt.Sprintf("network.trusted_proxies[%d]", i), "%q is not a CIDR prefix like \"203.0.113.0/24\" or an IP", p)
+		}
+	}
+	if n.ProxyProtocol && len(n.TrustedProxies) == 0 {
+		add("network.trusted_proxies", "is empty; network.proxy_protocol needs the proxies' addresses")
+	}
 
 	// [server]
 	s := uc.Server
@@ -561,6 +590,15 @@ func (uc UserConfig) Validate() error {
 		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB)", b, minMemoryBudget, int64(maxMemoryBudget))
 	}
 	return errors.Join(errs...)
+}
+
+// parseProxyPrefix parses a network.trusted_proxies entry: a CIDR prefix,
+// or an IP standing for itself alone.
+func parseProxyPrefix(s string) (netip.Prefix, error) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(ip, ip.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
 }
 
 // checkDuration checks a Go duration string that must be more than 0 and at
@@ -745,6 +783,11 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	}
 	for _, p := range uc.Server.AcceptedProtocols {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))
+	}
+	c.ProxyProtocol = uc.Network.ProxyProtocol
+	for _, p := range uc.Network.TrustedProxies {
+		pp, _ := parseProxyPrefix(p) // checked by Validate
+		c.TrustedProxies = append(c.TrustedProxies, pp)
 	}
 	for _, v := range uc.RakNet.ProtocolVersions {
 		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))

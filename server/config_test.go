@@ -1,9 +1,11 @@
 package server
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +175,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"missing port", "[network]\naddress_v4 = \"0.0.0.0\"\n", "network.address_v4", ""},
 		{"port too big", "[network]\naddress_v4 = \"0.0.0.0:70000\"\n", "network.address_v4", "70000"},
 		{"lan discovery wrong type", "[network]\nlan_discovery = \"yes\"\n", "network.lan_discovery", "bool"},
+		{"trusted proxy not a prefix", "[network]\ntrusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n", "network.trusted_proxies[1]", "10.0.0.0/33"},
+		{"trusted proxy a name", "[network]\ntrusted_proxies = [\"proxy.example\"]\n", "network.trusted_proxies[0]", "CIDR"},
+		{"proxy protocol without proxies", "[network]\nproxy_protocol = true\n", "network.trusted_proxies", "proxy_protocol needs"},
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
 		{"zero login timeout", "[server]\nlogin_timeout = \"0s\"\n", "server.login_timeout", "more than 0"},
 		{"login timeout too long", "[server]\nlogin_timeout = \"2m\"\n", "server.login_timeout", "longer than 1m0s"},
@@ -220,6 +225,10 @@ func TestValidateAccepts(t *testing.T) {
 		{"edge memory budgets", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 4 << 20 }},
 		{"largest memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 64 << 30 }},
 		{"trace", func(uc *UserConfig) { uc.Log.Level, uc.Log.Format = "trace", "json" }},
+		{"behind a proxy", func(uc *UserConfig) {
+			uc.Network.ProxyProtocol, uc.Network.TrustedProxies = true, []string{"203.0.113.0/24", "198.51.100.7", "2001:db8::/32"}
+		}},
+		{"trusted proxies kept while proxy protocol is off", func(uc *UserConfig) { uc.Network.TrustedProxies = []string{"10.0.0.0/8"} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +353,14 @@ func TestConfigConversions(t *testing.T) {
 		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }, func(t *testing.T, c Config) {
 			if got := c.MaxConnectionsPerIP; got >= 0 {
 				t.Errorf("got %v, want negative (no cap)", got)
+			}
+		}},
+		{"proxy protocol", func(uc *UserConfig) {
+			uc.Network.ProxyProtocol, uc.Network.TrustedProxies = true, []string{"203.0.113.0/24", "198.51.100.7", "2001:db8::1"}
+		}, func(t *testing.T, c Config) {
+			want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::1/128")}
+			if !c.ProxyProtocol || !slices.Equal(c.TrustedProxies, want) {
+				t.Errorf("got %v %v, want true %v", c.ProxyProtocol, c.TrustedProxies, want)
 			}
 		}},
 		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c Config) {

@@ -258,6 +258,8 @@ func listenConfig(c Config) raknet.ListenConfig {
 		Timeout:          c.Timeout,
 		GUID:             c.GUID,
 		CookieSecret:     c.CookieSecret,
+		ProxyProtocol:    c.ProxyProtocol,
+		TrustedProxies:   c.TrustedProxies,
 	}
 }
 

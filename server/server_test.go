@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -70,6 +71,8 @@ func TestListenConfig(t *testing.T) {
 		RakNetProtocols:     []byte{11},
 		Timeout:             7 * time.Second,
 		GUID:                42,
+		ProxyProtocol:       true,
+		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
 		listenPacket: func(network, address string) (net.PacketConn, error) {
 			opened.Add(1)
 			return nil, errors.ErrUnsupported
@@ -87,6 +90,8 @@ func TestListenConfig(t *testing.T) {
 		{"ProtocolVersions", lc.ProtocolVersions, []byte{11}},
 		{"Timeout", lc.Timeout, 7 * time.Second},
 		{"GUID", lc.GUID, int64(42)},
+		{"ProxyProtocol", lc.ProxyProtocol, true},
+		{"TrustedProxies", lc.TrustedProxies, c.TrustedProxies},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
