@@ -202,8 +202,10 @@ type ListenConfig struct {
 	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
-	// Without ProxyProtocol a header is no RakNet datagram and is
-	// dropped, and the listener costs what it did before.
+	// A header's bytes come on top of the client's datagram; MTU
+	// discovery, whose probes carry them too, settles on an MTU at which
+	// both fit. Without ProxyProtocol a header is no RakNet datagram and
+	// is dropped, and the listener costs what it did before.
 	ProxyProtocol bool
 	// TrustedProxies are the networks whose datagrams may carry PROXY
 	// headers when ProxyProtocol is set; ignored otherwise. Anyone able

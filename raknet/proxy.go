@@ -83,6 +83,13 @@ func hasProxySignature(b []byte) bool {
 // part; nothing is allocated. The PROXY command is accepted only for UDP
 // over IPv4 or IPv6 (the only addresses a RakNet client can have), LOCAL
 // with any family the protocol defines; TLVs are skipped unread.
+//
+// go-proxyproto, whose encoder the tests use and whose ParseUDPDatagram
+// FuzzProxyHeader holds this parser to, is not used here: it allocates
+// about ten times per datagram (a bufio.Reader the size of the datagram,
+// the Header, its addresses) and sizes its TLV buffer from the length
+// field before checking it against the datagram, on a path that every
+// datagram of a proxied player takes.
 func parseProxyHeader(b []byte) (proxyHeader, error) {
 	var h proxyHeader
 	if len(b) < proxyFixedLen {

@@ -855,20 +855,26 @@ func BenchmarkProxyHeader(b *testing.B) {
 			}
 		})
 	}
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := parseProxyHeader(hdr); err != nil {
-				b.Fatal(err)
+	full := proxied(b, netip.MustParseAddrPort("127.0.9.1:4000"), make([]byte, 1372))
+	for _, pc := range []struct {
+		name string
+		b    []byte
+	}{{"ping", hdr}, {"1400B", full}} {
+		b.Run("parse/"+pc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseProxyHeader(pc.b); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("parse/go-proxyproto", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := proxyproto.ParseUDPDatagram(hdr); err != nil {
-				b.Fatal(err)
+		})
+		b.Run("parse/go-proxyproto/"+pc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := proxyproto.ParseUDPDatagram(pc.b); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
