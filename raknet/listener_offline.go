@@ -21,7 +21,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	}
 	k := key(from)
 	if l.cfg.Query != nil && isQuery(b) {
-		l.handleQuery(b, from, k, now)
+		l.handleQuery(b, from, via, k, now)
 		return
 	}
 	if b[0]&wire.FlagValid != 0 {

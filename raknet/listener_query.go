@@ -22,11 +22,11 @@ func isQuery(b []byte) bool {
 	return len(b) >= 2 && b[0] == queryMagic0 && b[1] == queryMagic1
 }
 
-// handleQuery hands a query datagram to ListenConfig.Query after the same
-// per-prefix rate limit as a ping, and sends its reply within the offline
-// reply bytes. It runs on the read goroutine and allocates nothing on its
-// own.
-func (l *Listener) handleQuery(b []byte, from, k netip.AddrPort, now time.Time) {
+// handleQuery hands a query datagram from a peer, whose datagrams come
+// from via, to ListenConfig.Query after the same per-prefix rate limit as
+// a ping, and sends its reply within the offline reply bytes. It runs on
+// the read goroutine and allocates nothing on its own.
+func (l *Listener) handleQuery(b []byte, from, via, k netip.AddrPort, now time.Time) {
 	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
 		l.rateLimited.Add(1)
 	} else {
@@ -40,7 +40,7 @@ func (l *Listener) handleQuery(b []byte, from, k netip.AddrPort, now time.Time) 
 		default:
 			// Counted first, so a peer that has the reply sees it counted.
 			l.queryAnswered.Add(1)
-			_ = l.ep.write(out, from)
+			_ = l.ep.write(out, via)
 		}
 		if cap(out) <= maxKeptOut {
 			l.out = out[:0]

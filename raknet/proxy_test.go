@@ -725,6 +725,30 @@ func TestListenerProxyRefusals(t *testing.T) {
 	}
 }
 
+// A query through a proxy is the client's, and its reply goes to the
+// proxy.
+func TestListenerProxyQuery(t *testing.T) {
+	rc := &recordConn{sinkConn: *newSinkConn()}
+	var asked netip.AddrPort
+	l := listenTest(t, ListenConfig{
+		ListenPacket:   func(string, string) (net.PacketConn, error) { return rc, nil },
+		ProxyProtocol:  true,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Query: func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error) {
+			asked = from
+			return append(dst, "answer"...), nil
+		},
+	})
+	c1 := netip.MustParseAddrPort("127.0.9.1:4000")
+	l.handle(proxied(t, c1, []byte{0xfe, 0xfd, 9, 0, 0, 0, 1}), ap(30000), time.Now())
+	if asked != c1 {
+		t.Errorf("Query was asked for %v, want the client %v", asked, c1)
+	}
+	if w := rc.take(); len(w) != 1 || w[0].to != ap(30000) || string(w[0].b) != "answer" {
+		t.Errorf("got %v, want the answer sent to the proxy %v", w, ap(30000))
+	}
+}
+
 // FuzzProxyHeader feeds arbitrary datagrams, from trusted and untrusted
 // sources, through the PROXY parse path: the parser must agree with
 // go-proxyproto on what it accepts and never panic; the gate must hand on
