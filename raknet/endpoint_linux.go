@@ -1,0 +1,263 @@
+package raknet
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// batchSize is how many datagrams one recvmmsg takes and one sendmmsg
+// sends at most. 32 drains what a busy socket gathers between two wake-ups
+// of its reader; more buys little (see BenchmarkListenerPongs) and costs
+// 48 KiB of buffers per socket for each 32.
+const batchSize = 32
+
+// writeSlot is the size of a queued datagram's buffer: the largest MTU.
+// Anything larger is written on its own.
+const writeSlot = MaxMTU
+
+// batchIO reads and writes one UDP socket with recvmmsg and sendmmsg,
+// calling the kernel directly through golang.org/x/sys/unix rather than
+// golang.org/x/net/ipv4's ReadBatch: that allocates a net.UDPAddr per
+// datagram (BenchmarkBatchRead), this nothing. Reads are made by the
+// socket's reader only; the write queue is guarded by socket.mu.
+type batchIO struct {
+	rc     syscall.RawConn
+	family uint16 // unix.AF_INET or unix.AF_INET6: how destinations are written
+
+	// Receiving: batchSize messages, each one slot of rbuf and one name.
+	rmsgs  []unix.Mmsghdr
+	riov   []unix.Iovec
+	rnames []unix.RawSockaddrInet6
+	rbuf   []byte
+	rn     int // messages the last recvmmsg took
+	rerr   error
+	readFn func(fd uintptr) bool
+	// zones names IPv6 scope IDs (link-local peers), as package net
+	// would; the reader fills it as peers appear.
+	zones map[uint32]string
+
+	// Sending: wn queued messages, each in one slot of wbuf.
+	wmsgs   []unix.Mmsghdr
+	wiov    []unix.Iovec
+	wnames  []unix.RawSockaddrInet6
+	wbuf    []byte
+	wn      int
+	wsent   int // messages of the queue the kernel took so far
+	writeFn func(fd uintptr) bool
+	// writeErrs counts queued datagrams the kernel refused.
+	writeErrs uint64
+}
+
+// readSlot is the size of a received datagram's buffer: one byte more than
+// the largest taken, so a datagram that fills it was larger.
+const readSlot = maxDatagramIn + 1
+
+// newBatchIO returns batched I/O for udp, or nil if its socket is not one
+// recvmmsg can serve (a family other than IPv4 and IPv6).
+func newBatchIO(udp *net.UDPConn) *batchIO {
+	rc, err := udp.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var family int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		family, ferr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+	}); err != nil || ferr != nil || (family != unix.AF_INET && family != unix.AF_INET6) {
+		return nil
+	}
+	b := &batchIO{
+		rc:     rc,
+		family: uint16(family),
+		rmsgs:  make([]unix.Mmsghdr, batchSize),
+		riov:   make([]unix.Iovec, batchSize),
+		rnames: make([]unix.RawSockaddrInet6, batchSize),
+		rbuf:   make([]byte, batchSize*readSlot),
+		wmsgs:  make([]unix.Mmsghdr, batchSize),
+		wiov:   make([]unix.Iovec, batchSize),
+		wnames: make([]unix.RawSockaddrInet6, batchSize),
+		wbuf:   make([]byte, batchSize*writeSlot),
+	}
+	for i := range batchSize {
+		b.riov[i].Base = &b.rbuf[i*readSlot]
+		b.riov[i].SetLen(readSlot)
+		h := &b.rmsgs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&b.rnames[i]))
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.Iov = &b.riov[i]
+		h.SetIovlen(1)
+
+		b.wiov[i].Base = &b.wbuf[i*writeSlot]
+		h = &b.wmsgs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&b.wnames[i]))
+		h.Iov = &b.wiov[i]
+		h.SetIovlen(1)
+	}
+	// Made once: a method value passed to RawConn.Read on every call
+	// would allocate.
+	b.readFn = b.recv
+	b.writeFn = b.send
+	return b
+}
+
+// read waits for datagrams and takes up to batchSize of them in one
+// system call; message returns each.
+func (b *batchIO) read() (int, error) {
+	if err := b.rc.Read(b.readFn); err != nil {
+		return 0, err
+	}
+	return b.rn, b.rerr
+}
+
+// recv is the RawConn.Read callback: false asks to wait for the socket to
+// be readable.
+func (b *batchIO) recv(fd uintptr) bool {
+	for i := range b.rn {
+		b.rmsgs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+		b.rmsgs[i].Hdr.Flags = 0
+	}
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rmsgs[0])),
+			uintptr(len(b.rmsgs)), unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			b.rn, b.rerr = int(n), nil
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		b.rn, b.rerr = 0, errno
+		return true
+	}
+}
+
+// message returns datagram i of the last read, its sender, and whether
+// the kernel truncated it. b is valid until the next read.
+func (b *batchIO) message(i int) (p []byte, from netip.AddrPort, truncated bool) {
+	m := &b.rmsgs[i]
+	p = b.rbuf[i*readSlot : i*readSlot+int(m.Len)]
+	return p, b.sender(&b.rnames[i]), m.Hdr.Flags&unix.MSG_TRUNC != 0
+}
+
+// sender converts a received socket address, as package net would:
+// IPv4-mapped addresses stay mapped, scope IDs become zones.
+func (b *batchIO) sender(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), portOf(sa4.Port))
+	case unix.AF_INET6:
+		a := netip.AddrFrom16(sa.Addr)
+		if sa.Scope_id != 0 {
+			a = a.WithZone(b.zone(sa.Scope_id))
+		}
+		return netip.AddrPortFrom(a, portOf(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// zone names an interface index as package net does: its name, or the
+// number when it has none.
+func (b *batchIO) zone(id uint32) string {
+	if z, ok := b.zones[id]; ok {
+		return z
+	}
+	z := strconv.FormatUint(uint64(id), 10)
+	if ifi, err := net.InterfaceByIndex(int(id)); err == nil {
+		z = ifi.Name
+	}
+	if b.zones == nil {
+		b.zones = make(map[uint32]string)
+	}
+	if len(b.zones) < 64 {
+		b.zones[id] = z
+	}
+	return z
+}
+
+// portOf reads a port in network byte order from a socket address.
+func portOf(p uint16) uint16 {
+	return binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&p))[:])
+}
+
+// setPort writes a port in network byte order into a socket address.
+func setPort(dst *uint16, port uint16) {
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(dst))[:], port)
+}
+
+// full reports whether the write queue has no free slot.
+func (b *batchIO) full() bool { return b.wn == batchSize }
+
+// queued returns the number of datagrams in the write queue.
+func (b *batchIO) queued() int { return b.wn }
+
+// add copies a datagram to ap into the write queue and reports whether it
+// did: a datagram over writeSlot bytes, a peer with a zone or one the
+// socket's family cannot reach are left to an ordinary write. The queue
+// must not be full.
+func (b *batchIO) add(p []byte, ap netip.AddrPort) bool {
+	a := ap.Addr()
+	if len(p) > writeSlot || a.Zone() != "" {
+		return false
+	}
+	i := b.wn
+	sa := &b.wnames[i]
+	h := &b.wmsgs[i].Hdr
+	switch {
+	case b.family == unix.AF_INET:
+		if a = a.Unmap(); !a.Is4() {
+			return false
+		}
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.As4()}
+		setPort(&sa4.Port, ap.Port())
+		h.Namelen = unix.SizeofSockaddrInet4
+	default:
+		*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: a.As16()}
+		setPort(&sa.Port, ap.Port())
+		h.Namelen = unix.SizeofSockaddrInet6
+	}
+	copy(b.wbuf[i*writeSlot:], p)
+	b.wiov[i].SetLen(len(p))
+	b.wn++
+	return true
+}
+
+// flush sends the write queue with as few sendmmsg calls as the kernel
+// allows and empties it. A datagram the kernel refuses is counted and
+// skipped; the others still leave.
+func (b *batchIO) flush() {
+	b.wsent = 0
+	_ = b.rc.Write(b.writeFn)
+	b.wn, b.wsent = 0, 0
+}
+
+// send is the RawConn.Write callback: false asks to wait for the socket to
+// be writable (its send buffer is full).
+func (b *batchIO) send(fd uintptr) bool {
+	for b.wsent < b.wn {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.wmsgs[b.wsent])),
+			uintptr(b.wn-b.wsent), unix.MSG_DONTWAIT, 0, 0)
+		switch {
+		case errno == unix.EINTR:
+		case errno == unix.EAGAIN:
+			return false
+		case errno != 0 || n == 0:
+			// sendmmsg reports an error only for the first datagram
+			// it could not send: skip that one.
+			b.writeErrs++
+			b.wsent++
+		default:
+			b.wsent += int(n)
+		}
+	}
+	return true
+}

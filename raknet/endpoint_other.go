@@ -1,0 +1,22 @@
+//go:build !linux
+
+package raknet
+
+import (
+	"net"
+	"net/netip"
+)
+
+// batchIO is batched socket I/O, which only Linux has here: elsewhere
+// every socket reads and writes one datagram per system call.
+type batchIO struct{}
+
+// newBatchIO returns nil: no batched I/O on this system.
+func newBatchIO(*net.UDPConn) *batchIO { return nil }
+
+func (*batchIO) read() (int, error)                         { panic("raknet: no batched I/O") }
+func (*batchIO) message(int) ([]byte, netip.AddrPort, bool) { panic("raknet: no batched I/O") }
+func (*batchIO) full() bool                                 { return true }
+func (*batchIO) queued() int                                { return 0 }
+func (*batchIO) add([]byte, netip.AddrPort) bool            { return false }
+func (*batchIO) flush()                                     {}
