@@ -1,0 +1,290 @@
+package raknet
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// echoEndpoint starts an endpoint on network/address whose reader writes
+// every datagram back to its sender; it is closed when the test ends.
+func echoEndpoint(t *testing.T, network, address string) *endpoint {
+	t.Helper()
+	pc, err := net.ListenPacket(network, address)
+	if err != nil {
+		t.Skipf("listen %s %s: %v", network, address, err)
+	}
+	e := batchedEndpoint(t, pc)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) { _ = e.write(b, from) })
+	}()
+	t.Cleanup(func() {
+		e.close()
+		<-done
+	})
+	return e
+}
+
+// batchedEndpoint returns an endpoint for pc with batched I/O, or skips
+// the test when batching is switched off.
+func batchedEndpoint(t *testing.T, pc net.PacketConn) *endpoint {
+	t.Helper()
+	if !batching {
+		pc.Close()
+		t.Skip("batching is switched off (BASALT_RAKNET_BATCH=0)")
+	}
+	e := newEndpoint(pc)
+	if e.socks[0].bio == nil {
+		t.Fatal("no batched I/O on a UDP socket")
+	}
+	return e
+}
+
+// udpClient opens a client socket on network/address that gives up
+// reading after a few seconds.
+func udpClient(t *testing.T, network, address string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(address)))
+	if err != nil {
+		t.Skipf("listen %s %s: %v", network, address, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A batched endpoint reads from, and writes to, IPv4 and IPv6 peers on
+// every kind of socket, reporting the peer as package net does (an IPv4
+// peer of a dual-stack socket IPv4-mapped).
+func TestBatchIOFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		name, network, listen, clientNet, client string
+		mapped                                   bool
+	}{
+		{"udp4", "udp4", "127.0.0.1:0", "udp4", "127.0.0.1:0", false},
+		{"udp6", "udp6", "[::1]:0", "udp6", "[::1]:0", false},
+		{"dual-stack, IPv4 peer", "udp", "[::]:0", "udp4", "127.0.0.1:0", true},
+		{"dual-stack, IPv6 peer", "udp", "[::]:0", "udp6", "[::1]:0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen []netip.AddrPort
+			pc, err := net.ListenPacket(tc.network, tc.listen)
+			if err != nil {
+				t.Skipf("listen: %v", err)
+			}
+			e := batchedEndpoint(t, pc)
+			got := make(chan netip.AddrPort, 8)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) {
+					got <- from
+					_ = e.write(b, from)
+				})
+			}()
+			defer func() { e.close(); <-done }()
+			c := udpClient(t, tc.clientNet, tc.client)
+			port := netip.MustParseAddrPort(pc.LocalAddr().String()).Port()
+			host := netip.MustParseAddr(c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().String())
+			to := netip.AddrPortFrom(host, port)
+			for i := range 3 {
+				msg := []byte{0x01, byte(i)}
+				if _, err := c.WriteToUDPAddrPort(msg, to); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 64)
+				n, _, err := c.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					t.Fatalf("echo %d: %v", i, err)
+				}
+				if !bytes.Equal(buf[:n], msg) {
+					t.Errorf("echo %d: got % x, want % x", i, buf[:n], msg)
+				}
+				seen = append(seen, <-got)
+			}
+			want := c.LocalAddr().(*net.UDPAddr).AddrPort()
+			if tc.mapped {
+				want = netip.AddrPortFrom(netip.AddrFrom16(want.Addr().As16()), want.Port())
+			}
+			for _, from := range seen {
+				if from != want {
+					t.Errorf("sender: got %v, want %v", from, want)
+				}
+			}
+		})
+	}
+}
+
+// The replies a reader writes while it handles a batch leave together
+// once the batch is handled, not one by one.
+func TestBatchRepliesWaitForBatch(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := batchedEndpoint(t, pc)
+	c := udpClient(t, "udp4", "127.0.0.1:0")
+	to := netip.MustParseAddrPort(pc.LocalAddr().String())
+	// Queued in the socket before the reader starts: one batch.
+	const n = 4
+	for i := range n {
+		if _, err := c.WriteToUDPAddrPort([]byte{byte(i)}, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	early := make(chan bool, 1)
+	handled := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) {
+			_ = e.write(b, from)
+			if handled++; handled == n {
+				// Three replies are written by now; none may have left.
+				_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				_, _, err := c.ReadFromUDPAddrPort(make([]byte, 16))
+				early <- err == nil
+			}
+		})
+	}()
+	defer func() { e.close(); <-done }()
+	select {
+	case got := <-early:
+		if got {
+			t.Fatal("a reply left before its batch was handled")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("handled %d datagrams, want %d in one batch", handled, n)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range n {
+		buf := make([]byte, 16)
+		k, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if k != 1 || buf[0] != byte(i) {
+			t.Errorf("reply %d: got % x, want %02x", i, buf[:k], i)
+		}
+	}
+}
+
+// A write from outside the reader leaves at once, even while the reader
+// is collecting a batch: it waits for nothing.
+func TestBatchOutsideWriteNotHeld(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := batchedEndpoint(t, pc)
+	a := udpClient(t, "udp4", "127.0.0.1:0")
+	other := udpClient(t, "udp4", "127.0.0.1:0")
+	otherAddr := other.LocalAddr().(*net.UDPAddr).AddrPort()
+	arrived := make(chan bool, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) {
+			// Mid-batch: another goroutine writes to another peer, and
+			// it arrives before this handler returns.
+			go func() { _ = e.write([]byte("outside"), otherAddr) }()
+			_ = other.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _, err := other.ReadFromUDPAddrPort(make([]byte, 16))
+			arrived <- err == nil
+		})
+	}()
+	defer func() { e.close(); <-done }()
+	if _, err := a.WriteToUDPAddrPort([]byte{1}, netip.MustParseAddrPort(pc.LocalAddr().String())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-arrived:
+		if !ok {
+			t.Error("an outside write waited for the reader's batch")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no datagram handled")
+	}
+}
+
+// A reply too large for a queue slot, and more replies than a batch
+// holds, still all leave.
+func TestBatchOverflow(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := batchedEndpoint(t, pc)
+	c := udpClient(t, "udp4", "127.0.0.1:0")
+	_ = c.SetReadBuffer(socketBuffer)
+	big := bytes.Repeat([]byte{0xab}, writeSlot+100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) {
+			_ = e.write(big, from)
+			for i := range 2 * batchSize {
+				_ = e.write([]byte{byte(i)}, from)
+			}
+		})
+	}()
+	defer func() { e.close(); <-done }()
+	if _, err := c.WriteToUDPAddrPort([]byte{1}, netip.MustParseAddrPort(pc.LocalAddr().String())); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var sizes []int
+	small := 0
+	for range 2*batchSize + 1 {
+		buf := make([]byte, 2*writeSlot)
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("after %d replies: %v", len(sizes), err)
+		}
+		sizes = append(sizes, n)
+		if n == 1 && int(buf[0]) == small {
+			small++
+		}
+	}
+	if small != 2*batchSize {
+		t.Errorf("got %d small replies in order, want %d", small, 2*batchSize)
+	}
+	found := false
+	for _, n := range sizes {
+		found = found || n == len(big)
+	}
+	if !found {
+		t.Errorf("no reply of %d bytes among %v", len(big), sizes)
+	}
+}
+
+// Reading a batch of datagrams and writing the replies allocates nothing
+// once the endpoint is warm.
+func TestBatchIOAllocs(t *testing.T) {
+	e := echoEndpoint(t, "udp4", "127.0.0.1:0")
+	c := udpClient(t, "udp4", "127.0.0.1:0")
+	to := netip.MustParseAddrPort(e.local.String())
+	msg := make([]byte, 100)
+	buf := make([]byte, 2048)
+	round := func() {
+		for range batchSize {
+			if _, err := c.WriteToUDPAddrPort(msg, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for range batchSize {
+			if _, _, err := c.ReadFromUDPAddrPort(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(20, round); n != 0 {
+		t.Errorf("got %v allocations per %d datagrams echoed, want 0", n, batchSize)
+	}
+}
