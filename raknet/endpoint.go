@@ -39,6 +39,9 @@ const (
 	lingerTime = time.Second
 	// maxRecent bounds the peers remembered for lingerTime.
 	maxRecent = 4096
+	// maxSockets bounds ListenConfig.Sockets: more sockets than cores buy
+	// nothing, and each holds its reader and its buffers.
+	maxSockets = 64
 )
 
 // overhead returns the IP + UDP header size for a peer.
@@ -134,6 +137,9 @@ type socket struct {
 	// are not a *net.UDPConn, or batching switched off).
 	bio *batchIO
 
+	// received counts the datagrams read from the socket.
+	received atomic.Uint64
+
 	// cur tags the peer whose datagram the reader is handling (peerTag),
 	// 0 when none: a cheap filter for the writes to collect.
 	cur atomic.Uint64
@@ -173,6 +179,38 @@ func newEndpoint(pcs ...net.PacketConn) *endpoint {
 		e.socks = append(e.socks, s)
 	}
 	return e
+}
+
+// openSockets opens a listener's sockets on address: one, or n bound to
+// the same address with SO_REUSEPORT where the kernel spreads datagrams
+// over them by flow (Linux). Elsewhere n > 1 opens one socket. A listen
+// hook is called n times, after the first with the first socket's own
+// address (its port chosen), and must open sockets that can share it.
+func openSockets(listen func(network, address string) (net.PacketConn, error), network, address string, n int) ([]net.PacketConn, error) {
+	n = min(max(n, 1), maxSockets)
+	if listen == nil {
+		listen = net.ListenPacket
+		if n > 1 && reusePortBalances {
+			listen = listenReusePort
+		} else {
+			n = 1
+		}
+	}
+	pcs := make([]net.PacketConn, 0, n)
+	for range n {
+		pc, err := listen(network, address)
+		if err != nil {
+			for _, pc := range pcs {
+				_ = pc.Close()
+			}
+			return nil, err
+		}
+		if len(pcs) == 0 {
+			address = pc.LocalAddr().String()
+		}
+		pcs = append(pcs, pc)
+	}
+	return pcs, nil
 }
 
 // read reads one datagram.
@@ -230,6 +268,7 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 			}
 			continue
 		}
+		s.received.Add(1)
 		if n == 0 {
 			continue
 		}
@@ -254,6 +293,7 @@ func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrP
 			continue
 		}
 		now := time.Now()
+		s.received.Add(uint64(n))
 		s.mu.Lock()
 		s.collecting = true
 		s.mu.Unlock()

@@ -1,6 +1,7 @@
 package raknet
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -260,4 +261,25 @@ func (b *batchIO) send(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// reusePortBalances reports whether SO_REUSEPORT spreads the datagrams of
+// one address over the sockets bound to it: on Linux it does, by a hash
+// of each flow's addresses.
+const reusePortBalances = true
+
+// listenReusePort opens a UDP socket with SO_REUSEPORT set, so that more
+// sockets of this user can bind the same address. Other users cannot:
+// Linux lets only sockets of the same effective UID share the port.
+func listenReusePort(network, address string) (net.PacketConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return lc.ListenPacket(context.Background(), network, address)
 }

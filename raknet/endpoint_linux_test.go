@@ -2,10 +2,15 @@ package raknet
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/raknet/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // echoEndpoint starts an endpoint on network/address whose reader writes
@@ -286,5 +291,172 @@ func TestBatchIOAllocs(t *testing.T) {
 	round()
 	if n := testing.AllocsPerRun(20, round); n != 0 {
 		t.Errorf("got %v allocations per %d datagrams echoed, want 0", n, batchSize)
+	}
+}
+
+// exchange writes a message each way over a connection and checks both
+// arrive.
+func exchange(t *testing.T, client, server *Conn, tag string) {
+	t.Helper()
+	for _, dir := range []struct {
+		name     string
+		from, to *Conn
+	}{{"to server", client, server}, {"to client", server, client}} {
+		msg := []byte(tag + " " + dir.name)
+		if _, err := dir.from.Write(msg); err != nil {
+			t.Fatalf("%s: write %s: %v", tag, dir.name, err)
+		}
+		_ = dir.to.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := dir.to.ReadPacket()
+		if err != nil {
+			t.Fatalf("%s: read %s: %v", tag, dir.name, err)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Fatalf("%s: got %q, want %q", tag, got, msg)
+		}
+	}
+}
+
+// dialFrom is a Dialer whose socket is bound to ip.
+func dialFrom(ip netip.Addr) Dialer {
+	return Dialer{ListenPacket: func(network, _ string) (net.PacketConn, error) {
+		return net.ListenPacket(network, netip.AddrPortFrom(ip, 0).String())
+	}}
+}
+
+// A listener with two sockets accepts clients from many addresses, which
+// the kernel spreads over both sockets, and every connection works.
+// Closing the listener closes both sockets and ends both readers.
+func TestListenerSockets(t *testing.T) {
+	checkGoroutines(t)
+	l, err := ListenConfig{Sockets: 2}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if n := len(l.ep.socks); n != 2 {
+		t.Fatalf("got %d sockets, want 2", n)
+	}
+	const clients = 24
+	for i := range clients {
+		// Each from its own /24, so no source prefix is rate limited.
+		ip := netip.AddrFrom4([4]byte{127, 0, byte(10 + i), 1})
+		client, server := dialTest(t, dialFrom(ip), l)
+		if got := server.RemoteAddr().(*net.UDPAddr).AddrPort().Addr(); got != ip {
+			t.Errorf("client %d: server sees %v, want %v", i, got, ip)
+		}
+		exchange(t, client, server, ip.String())
+	}
+	for i, s := range l.ep.socks {
+		if s.received.Load() == 0 {
+			t.Errorf("socket %d received nothing from %d clients, want a share", i, clients)
+		}
+	}
+	if st := l.Stats(); st.Accepted != clients {
+		t.Errorf("accepted %d connections, want %d", st.Accepted, clients)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	// A socket without SO_REUSEPORT binds the port only once no socket
+	// of the listener holds it.
+	pc, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		t.Fatalf("port still bound after Close: %v", err)
+	}
+	pc.Close()
+}
+
+// steerOffline makes the kernel hand the offline datagrams of every flow
+// to socket 1 of the listener's reuseport group and the connected ones to
+// socket 0, by their first byte: offline IDs used by clients (0x01, 0x05,
+// 0x07) are odd, connected datagrams' flags (0x80 and up, bit 0 clear)
+// even.
+func steerOffline(t *testing.T, l *Listener) {
+	t.Helper()
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 0},  // A = payload[0]
+		{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: 1}, // A &= 1
+		{Code: unix.BPF_RET | unix.BPF_A},                      // socket A
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	rc, err := l.ep.socks[0].udp.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fprog)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Skipf("attach a reuseport program: %v", serr)
+	}
+}
+
+// A connection whose handshake arrived on one socket and whose connected
+// datagrams arrive on the other is found there: the listener keeps one
+// table for all its sockets.
+func TestListenerSocketsCrossSocket(t *testing.T) {
+	checkGoroutines(t)
+	l := listenTest(t, ListenConfig{Sockets: 2})
+	steerOffline(t, l)
+	// The program steers: pings all reach socket 1.
+	r := newRawClient(t, l.Addr())
+	ping := wire.UnconnectedPing{Time: 1, ClientGUID: -1}
+	for range 5 {
+		r.send(ping.Append(nil))
+		r.expect(wire.IDUnconnectedPong, 5*time.Second)
+	}
+	if got0, got1 := l.ep.socks[0].received.Load(), l.ep.socks[1].received.Load(); got0 != 0 || got1 != 5 {
+		t.Fatalf("5 pings: socket 0 got %d, socket 1 %d; want 0 and 5", got0, got1)
+	}
+	for i := range 3 {
+		client, server := dialTest(t, Dialer{}, l)
+		exchange(t, client, server, fmt.Sprint("client ", i))
+	}
+	offline, connected := l.ep.socks[1].received.Load()-5, l.ep.socks[0].received.Load()
+	// Each handshake is at least OpenConnectionRequest1 and 2 offline,
+	// then the connected handshake and the data.
+	if offline < 6 || connected < 6 {
+		t.Errorf("socket 1 got %d datagrams, socket 0 %d; want both at least 6", offline, connected)
+	}
+	if st := l.Stats(); st.Accepted != 3 || st.Dropped != 0 {
+		t.Errorf("stats: accepted %d, dropped %d, want 3 and 0", st.Accepted, st.Dropped)
+	}
+}
+
+// With a ListenPacket hook, a listener of n sockets calls it n times, the
+// later ones with the address the first socket got.
+func TestListenSocketsHook(t *testing.T) {
+	var calls []string
+	hook := func(network, address string) (net.PacketConn, error) {
+		calls = append(calls, address)
+		return listenReusePort(network, address)
+	}
+	l := listenTest(t, ListenConfig{Sockets: 3, ListenPacket: hook})
+	want := []string{"127.0.0.1:0", l.Addr().String(), l.Addr().String()}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("hook called with %v, want %v", calls, want)
+	}
+	if n := len(l.ep.socks); n != 3 {
+		t.Errorf("got %d sockets, want 3", n)
+	}
+	// A hook that fails on the second socket fails Listen, and the first
+	// is closed again.
+	var first net.PacketConn
+	failing := func(network, address string) (net.PacketConn, error) {
+		if first == nil {
+			var err error
+			first, err = net.ListenPacket(network, address)
+			return first, err
+		}
+		return net.ListenPacket(network, address) // the port is taken
+	}
+	if _, err := (ListenConfig{Sockets: 2, ListenPacket: failing}).Listen("127.0.0.1:0"); err == nil {
+		t.Fatal("Listen: no error for a second socket that cannot bind")
+	}
+	if _, err := first.WriteTo([]byte{1}, first.LocalAddr()); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("first socket after a failed Listen: write error %v, want net.ErrClosed", err)
 	}
 }

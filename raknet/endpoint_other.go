@@ -20,3 +20,13 @@ func (*batchIO) full() bool                                 { return true }
 func (*batchIO) queued() int                                { return 0 }
 func (*batchIO) add([]byte, netip.AddrPort) bool            { return false }
 func (*batchIO) flush()                                     {}
+
+// reusePortBalances reports whether SO_REUSEPORT spreads the datagrams of
+// one address over the sockets bound to it, as Linux does; here it is not
+// relied on, and a listener opens one socket.
+const reusePortBalances = false
+
+// listenReusePort is net.ListenPacket: see reusePortBalances.
+func listenReusePort(network, address string) (net.PacketConn, error) {
+	return net.ListenPacket(network, address)
+}
