@@ -61,6 +61,11 @@ address_v6 = "[::]:19133"
 # 19133 for IPv6) when the game ports above differ, so that clients on the
 # local network list the server. The pong points them at the game ports.
 lan_discovery = true
+# UDP sockets opened on each address (1-64), each read by its own thread of
+# work. More than 1 shares the address with SO_REUSEPORT, so that receiving
+# spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only
+# on a machine with cores to spare under heavy traffic.
+sockets = 1
 
 [server]
 # First MOTD line: the server name shown in the server list. Minecraft colour
@@ -135,6 +140,8 @@ type UserConfig struct {
 		// LANDiscovery also answers pings on ports 19132/19133 when the
 		// game ports differ.
 		LANDiscovery bool `toml:"lan_discovery"`
+		// Sockets is how many sockets each listener opens on its address.
+		Sockets int `toml:"sockets"`
 	} `toml:"network"`
 	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
@@ -276,6 +283,9 @@ type Config struct {
 	// deadline.
 	LoginTimeout time.Duration
 
+	// Sockets is how many UDP sockets each listener opens on its address
+	// (raknet.ListenConfig.Sockets); 0 means 1.
+	Sockets int
 	// MaxMTU is the largest RakNet datagram in bytes; 0 means
 	// raknet.DefaultMaxMTU.
 	MaxMTU int
@@ -310,6 +320,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.AddressV4 = "0.0.0.0:19132"
 	uc.Network.AddressV6 = "[::]:19133"
 	uc.Network.LANDiscovery = true
+	uc.Network.Sockets = 1
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -451,6 +462,9 @@ func (uc UserConfig) Validate() error {
 	}
 	if err := checkAddress(n.AddressV6, true); err != nil {
 		add("network.address_v6", "%q: %v", n.AddressV6, err)
+	}
+	if n.Sockets < 1 || n.Sockets > 64 {
+		add("network.sockets", "%d is outside 1-64", n.Sockets)
 	}
 
 	// [server]
@@ -692,6 +706,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		AddressV4:         uc.Network.AddressV4,
 		AddressV6:         uc.Network.AddressV6,
 		LANDiscovery:      uc.Network.LANDiscovery,
+		Sockets:           uc.Network.Sockets,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
 		Edition:           motd.Edition(uc.Server.Edition),
