@@ -116,6 +116,22 @@ func BenchmarkListenerPongs(b *testing.B) {
 	}
 }
 
+// BenchmarkListenerPongsSockets measures pongs from a listener with one
+// socket and with two on one address (SO_REUSEPORT, a reader each), for
+// eight pingers from distinct addresses, whose flows the kernel spreads
+// over the sockets. One op is one pong; batching is on.
+func BenchmarkListenerPongsSockets(b *testing.B) {
+	for _, sockets := range []int{1, 2} {
+		b.Run(fmt.Sprintf("sockets=%d", sockets), func(b *testing.B) {
+			l := listenBench(b, true, ListenConfig{Sockets: sockets})
+			if len(l.ep.socks) != sockets {
+				b.Fatalf("got %d sockets, want %d", len(l.ep.socks), sockets)
+			}
+			benchPongs(b, l, 32, 8)
+		})
+	}
+}
+
 // listenBench starts a listener on 127.0.0.1 with or without batched
 // I/O, its offline rate limits off, answering pings with MOTD-sized pong
 // data; it is closed when the benchmark ends.
