@@ -161,10 +161,14 @@ type recentEntry struct {
 // two or to rule batching out when diagnosing a problem.
 var batching = os.Getenv("BASALT_RAKNET_BATCH") != "0"
 
-// newEndpoint takes over pcs, sockets bound to one address, raising their
-// kernel buffers so bursts from many peers do not overflow them (failing
-// to is harmless).
-func newEndpoint(pcs ...net.PacketConn) *endpoint {
+// newEndpoint takes over pc, a dialer's socket; see newEndpointSize.
+func newEndpoint(pc net.PacketConn) *endpoint { return newEndpointSize(dialBatchSize, pc) }
+
+// newEndpointSize takes over pcs, sockets bound to one address, to be read
+// and written in batches of up to batch datagrams, raising their kernel
+// buffers so bursts from many peers do not overflow them (failing to is
+// harmless).
+func newEndpointSize(batch int, pcs ...net.PacketConn) *endpoint {
 	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{})}
 	for _, pc := range pcs {
 		s := &socket{pc: pc}
@@ -173,7 +177,7 @@ func newEndpoint(pcs ...net.PacketConn) *endpoint {
 			_ = udp.SetWriteBuffer(socketBuffer)
 			s.udp = udp
 			if batching {
-				s.bio = newBatchIO(udp)
+				s.bio = newBatchIO(udp, batch)
 			}
 		}
 		e.socks = append(e.socks, s)
@@ -312,7 +316,7 @@ func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrP
 		s.cur.Store(0)
 		s.mu.Lock()
 		s.collecting = false
-		e.flushLocked(s)
+		s.bio.flush(&s.mu)
 		s.mu.Unlock()
 	}
 }
@@ -372,17 +376,9 @@ func (e *endpoint) queue(s *socket, b []byte, ap netip.AddrPort) bool {
 		return false
 	}
 	if s.bio.full() {
-		e.flushLocked(s)
+		s.bio.flush(&s.mu)
 	}
-	return s.bio.add(b, ap)
-}
-
-// flushLocked sends s's queued datagrams. s.mu is held: writers that
-// would join the batch wait for it, others do not.
-func (e *endpoint) flushLocked(s *socket) {
-	if s.bio.queued() > 0 {
-		s.bio.flush()
-	}
+	return s.collecting && s.bio.add(b, ap)
 }
 
 // write sends one datagram at once.
@@ -401,7 +397,8 @@ func (s *socket) write(b []byte, ap netip.AddrPort) error {
 func (e *endpoint) logWriteError() bool { return e.writeErrs.Add(1) <= 3 }
 
 // close closes the sockets, ending the read loops; replies still queued
-// leave first. It is safe to call more than once.
+// leave first if the sockets have room for them (close waits for
+// nothing). It is safe to call more than once.
 func (e *endpoint) close() {
 	e.once.Do(func() {
 		close(e.done)
@@ -409,7 +406,7 @@ func (e *endpoint) close() {
 			if s.bio != nil {
 				s.mu.Lock()
 				s.collecting = false
-				e.flushLocked(s)
+				s.bio.flushNow()
 				s.mu.Unlock()
 			}
 			_ = s.pc.Close()

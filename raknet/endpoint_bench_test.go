@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ type pinger struct {
 	to     netip.AddrPort
 	ping   []byte
 	window int
-	got    int // pongs read but not yet consumed by next
+	got    int        // pongs read but not yet consumed by next
+	mu     sync.Mutex // for bio's flush
 }
 
 func newPinger(tb testing.TB, to netip.AddrPort, src netip.Addr, window int) *pinger {
@@ -54,7 +56,7 @@ func newPinger(tb testing.TB, to netip.AddrPort, src netip.Addr, window int) *pi
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	p := &pinger{conn: conn, bio: newBatchIO(conn), to: to, window: window}
+	p := &pinger{conn: conn, bio: newBatchIO(conn, batchSize), to: to, window: window}
 	if p.bio == nil {
 		tb.Fatal("no batched I/O")
 	}
@@ -70,7 +72,9 @@ func (p *pinger) send(n int) {
 		for ; n > 0 && !p.bio.full(); n-- {
 			p.bio.add(p.ping, p.to)
 		}
-		p.bio.flush()
+		p.mu.Lock()
+		p.bio.flush(&p.mu)
+		p.mu.Unlock()
 	}
 }
 
@@ -183,17 +187,20 @@ func BenchmarkBatchRead(b *testing.B) {
 		}
 		b.Cleanup(func() { c.Close() })
 		_ = c.SetReadBuffer(socketBuffer)
-		return c, newBatchIO(c)
+		return c, newBatchIO(c, batchSize)
 	}
 	_, tx := open()
 	rx, rbio := open()
 	to := netip.MustParseAddrPort(rx.LocalAddr().String())
 	payload := make([]byte, 100)
+	var mu sync.Mutex
 	fill := func() {
 		for range batchSize {
 			tx.add(payload, to)
 		}
-		tx.flush()
+		mu.Lock()
+		tx.flush(&mu)
+		mu.Unlock()
 	}
 	b.Run("x-net-ipv4", func(b *testing.B) {
 		pc := ipv4.NewPacketConn(rx)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -13,10 +15,14 @@ import (
 )
 
 // batchSize is how many datagrams one recvmmsg takes and one sendmmsg
-// sends at most. 32 drains what a busy socket gathers between two wake-ups
-// of its reader; more buys little (see BenchmarkListenerPongs) and costs
-// 48 KiB of buffers per socket for each 32.
-const batchSize = 32
+// sends at most on a listener's socket: enough to drain what a busy
+// socket gathers between two wake-ups of its reader, at 48 KiB of receive
+// buffers (and up to twice that to send) per socket. dialBatchSize is the
+// same for a dialer's socket, which has one peer.
+const (
+	batchSize     = 32
+	dialBatchSize = 8
+)
 
 // writeSlot is the size of a queued datagram's buffer: the largest MTU.
 // Anything larger is written on its own.
@@ -26,12 +32,12 @@ const writeSlot = MaxMTU
 // calling the kernel directly through golang.org/x/sys/unix rather than
 // golang.org/x/net/ipv4's ReadBatch: that allocates a net.UDPAddr per
 // datagram (BenchmarkBatchRead), this nothing. Reads are made by the
-// socket's reader only; the write queue is guarded by socket.mu.
+// socket's reader only; the write queues are guarded by socket.mu.
 type batchIO struct {
 	rc     syscall.RawConn
 	family uint16 // unix.AF_INET or unix.AF_INET6: how destinations are written
 
-	// Receiving: batchSize messages, each one slot of rbuf and one name.
+	// Receiving: size messages, each one slot of rbuf and one name.
 	rmsgs  []unix.Mmsghdr
 	riov   []unix.Iovec
 	rnames []unix.RawSockaddrInet6
@@ -43,25 +49,38 @@ type batchIO struct {
 	// would; the reader fills it as peers appear.
 	zones map[uint32]string
 
-	// Sending: wn queued messages, each in one slot of wbuf.
-	wmsgs   []unix.Mmsghdr
-	wiov    []unix.Iovec
-	wnames  []unix.RawSockaddrInet6
-	wbuf    []byte
-	wn      int
-	wsent   int // messages of the queue the kernel took so far
-	writeFn func(fd uintptr) bool
+	// Sending: datagrams are added to q[active]; a flush swaps the queues
+	// and sends the full one without the lock, while writers fill the
+	// other. flushing is set while one is sent. All guarded by socket.mu
+	// but the queue being sent, which only the flusher touches.
+	q        [2]writeQueue
+	active   int
+	flushing bool
 	// writeErrs counts queued datagrams the kernel refused.
-	writeErrs uint64
+	writeErrs atomic.Uint64
+}
+
+// writeQueue is a batch of datagrams to send with sendmmsg.
+type writeQueue struct {
+	b       *batchIO
+	msgs    []unix.Mmsghdr
+	iov     []unix.Iovec
+	names   []unix.RawSockaddrInet6
+	buf     []byte // allocated when first used
+	n       int    // queued
+	sent    int    // of them, taken by the kernel so far
+	noWait  bool   // a full send buffer drops the rest instead of waiting
+	writeFn func(fd uintptr) bool
 }
 
 // readSlot is the size of a received datagram's buffer: one byte more than
 // the largest taken, so a datagram that fills it was larger.
 const readSlot = maxDatagramIn + 1
 
-// newBatchIO returns batched I/O for udp, or nil if its socket is not one
-// recvmmsg can serve (a family other than IPv4 and IPv6).
-func newBatchIO(udp *net.UDPConn) *batchIO {
+// newBatchIO returns batched I/O for udp of size datagrams per call, or
+// nil if its socket is not one recvmmsg can serve (a family other than
+// IPv4 and IPv6).
+func newBatchIO(udp *net.UDPConn, size int) *batchIO {
 	rc, err := udp.SyscallConn()
 	if err != nil {
 		return nil
@@ -76,16 +95,12 @@ func newBatchIO(udp *net.UDPConn) *batchIO {
 	b := &batchIO{
 		rc:     rc,
 		family: uint16(family),
-		rmsgs:  make([]unix.Mmsghdr, batchSize),
-		riov:   make([]unix.Iovec, batchSize),
-		rnames: make([]unix.RawSockaddrInet6, batchSize),
-		rbuf:   make([]byte, batchSize*readSlot),
-		wmsgs:  make([]unix.Mmsghdr, batchSize),
-		wiov:   make([]unix.Iovec, batchSize),
-		wnames: make([]unix.RawSockaddrInet6, batchSize),
-		wbuf:   make([]byte, batchSize*writeSlot),
+		rmsgs:  make([]unix.Mmsghdr, size),
+		riov:   make([]unix.Iovec, size),
+		rnames: make([]unix.RawSockaddrInet6, size),
+		rbuf:   make([]byte, size*readSlot),
 	}
-	for i := range batchSize {
+	for i := range size {
 		b.riov[i].Base = &b.rbuf[i*readSlot]
 		b.riov[i].SetLen(readSlot)
 		h := &b.rmsgs[i].Hdr
@@ -93,17 +108,18 @@ func newBatchIO(udp *net.UDPConn) *batchIO {
 		h.Namelen = unix.SizeofSockaddrInet6
 		h.Iov = &b.riov[i]
 		h.SetIovlen(1)
-
-		b.wiov[i].Base = &b.wbuf[i*writeSlot]
-		h = &b.wmsgs[i].Hdr
-		h.Name = (*byte)(unsafe.Pointer(&b.wnames[i]))
-		h.Iov = &b.wiov[i]
-		h.SetIovlen(1)
+	}
+	for i := range b.q {
+		q := &b.q[i]
+		q.b = b
+		q.msgs = make([]unix.Mmsghdr, size)
+		q.iov = make([]unix.Iovec, size)
+		q.names = make([]unix.RawSockaddrInet6, size)
+		q.writeFn = q.send
 	}
 	// Made once: a method value passed to RawConn.Read on every call
 	// would allocate.
 	b.readFn = b.recv
-	b.writeFn = b.send
 	return b
 }
 
@@ -194,24 +210,25 @@ func setPort(dst *uint16, port uint16) {
 	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(dst))[:], port)
 }
 
-// full reports whether the write queue has no free slot.
-func (b *batchIO) full() bool { return b.wn == batchSize }
+// full reports whether the queue writers add to has no free slot.
+func (b *batchIO) full() bool {
+	q := &b.q[b.active]
+	return q.n == len(q.msgs)
+}
 
-// queued returns the number of datagrams in the write queue.
-func (b *batchIO) queued() int { return b.wn }
-
-// add copies a datagram to ap into the write queue and reports whether it
-// did: a datagram over writeSlot bytes, a peer with a zone or one the
-// socket's family cannot reach are left to an ordinary write. The queue
-// must not be full.
+// add copies a datagram to ap into the queue and reports whether it did:
+// a datagram over writeSlot bytes, a peer with a zone or one the socket's
+// family cannot reach are left to an ordinary write, and so is any when
+// the queue is full.
 func (b *batchIO) add(p []byte, ap netip.AddrPort) bool {
+	q := &b.q[b.active]
 	a := ap.Addr()
-	if len(p) > writeSlot || a.Zone() != "" {
+	if len(p) > writeSlot || a.Zone() != "" || q.n == len(q.msgs) {
 		return false
 	}
-	i := b.wn
-	sa := &b.wnames[i]
-	h := &b.wmsgs[i].Hdr
+	i := q.n
+	sa := &q.names[i]
+	h := &q.msgs[i].Hdr
 	switch {
 	case b.family == unix.AF_INET:
 		if a = a.Unmap(); !a.Is4() {
@@ -226,38 +243,74 @@ func (b *batchIO) add(p []byte, ap netip.AddrPort) bool {
 		setPort(&sa.Port, ap.Port())
 		h.Namelen = unix.SizeofSockaddrInet6
 	}
-	copy(b.wbuf[i*writeSlot:], p)
-	b.wiov[i].SetLen(len(p))
-	b.wn++
+	if q.buf == nil {
+		q.buf = make([]byte, len(q.msgs)*writeSlot)
+		for j := range q.msgs {
+			q.iov[j].Base = &q.buf[j*writeSlot]
+			q.msgs[j].Hdr.Iov = &q.iov[j]
+			q.msgs[j].Hdr.SetIovlen(1)
+			q.msgs[j].Hdr.Name = (*byte)(unsafe.Pointer(&q.names[j]))
+		}
+	}
+	copy(q.buf[i*writeSlot:], p)
+	q.iov[i].SetLen(len(p))
+	q.n++
 	return true
 }
 
-// flush sends the write queue with as few sendmmsg calls as the kernel
-// allows and empties it. A datagram the kernel refuses is counted and
-// skipped; the others still leave.
-func (b *batchIO) flush() {
-	b.wsent = 0
-	_ = b.rc.Write(b.writeFn)
-	b.wn, b.wsent = 0, 0
+// flush sends what is queued, and what writers queue meanwhile, unless
+// another flush is under way (which then sends it). mu, the socket's
+// lock, is held on entry and on return, but not while sending: a send
+// may wait for room in the socket's buffer, and nobody waits for it
+// then.
+func (b *batchIO) flush(mu *sync.Mutex) {
+	for !b.flushing && b.q[b.active].n > 0 {
+		b.flushing = true
+		q := &b.q[b.active]
+		b.active ^= 1
+		mu.Unlock()
+		q.sent = 0
+		_ = b.rc.Write(q.writeFn)
+		q.n, q.sent = 0, 0
+		mu.Lock()
+		b.flushing = false
+	}
+}
+
+// flushNow sends what is queued without waiting for anything, dropping
+// what the socket has no room for: the socket is about to close. mu is
+// held; a flush under way is left to finish by itself.
+func (b *batchIO) flushNow() {
+	q := &b.q[b.active]
+	if b.flushing || q.n == 0 {
+		return
+	}
+	q.sent, q.noWait = 0, true
+	_ = b.rc.Control(func(fd uintptr) { q.send(fd) })
+	q.n, q.sent, q.noWait = 0, 0, false
 }
 
 // send is the RawConn.Write callback: false asks to wait for the socket to
 // be writable (its send buffer is full).
-func (b *batchIO) send(fd uintptr) bool {
-	for b.wsent < b.wn {
-		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.wmsgs[b.wsent])),
-			uintptr(b.wn-b.wsent), unix.MSG_DONTWAIT, 0, 0)
+func (q *writeQueue) send(fd uintptr) bool {
+	for q.sent < q.n {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&q.msgs[q.sent])),
+			uintptr(q.n-q.sent), unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case errno == unix.EINTR:
 		case errno == unix.EAGAIN:
+			if q.noWait {
+				q.sent = q.n
+				return true
+			}
 			return false
 		case errno != 0 || n == 0:
 			// sendmmsg reports an error only for the first datagram
 			// it could not send: skip that one.
-			b.writeErrs++
-			b.wsent++
+			q.b.writeErrs.Add(1)
+			q.sent++
 		default:
-			b.wsent += int(n)
+			q.sent += int(n)
 		}
 	}
 	return true

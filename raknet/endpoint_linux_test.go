@@ -460,3 +460,32 @@ func TestListenSocketsHook(t *testing.T) {
 		t.Errorf("first socket after a failed Listen: write error %v, want net.ErrClosed", err)
 	}
 }
+
+// Replies queued when the endpoint closes (a listener's goodbyes) still
+// leave.
+func TestBatchCloseSendsQueued(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := batchedEndpoint(t, pc)
+	c := udpClient(t, "udp4", "127.0.0.1:0")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.readLoop(func(b []byte, from netip.AddrPort, _ time.Time) {
+			_ = e.write([]byte("goodbye"), from)
+			e.close()
+		})
+	}()
+	if _, err := c.WriteToUDPAddrPort([]byte{1}, netip.MustParseAddrPort(pc.LocalAddr().String())); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 16)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil || string(buf[:n]) != "goodbye" {
+		t.Fatalf("got %q, %v, want the queued goodbye", buf[:n], err)
+	}
+}

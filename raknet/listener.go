@@ -281,7 +281,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l := &Listener{
 		cfg:     lc,
-		ep:      newEndpoint(pcs...),
+		ep:      newEndpointSize(batchSize, pcs...),
 		log:     zerolog.Nop(),
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
