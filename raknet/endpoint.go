@@ -285,7 +285,7 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 }
 
 // readBatches is the reader of a socket with batched I/O: it takes up to
-// batchSize datagrams per wake-up, handles them, then sends the replies
+// its batch size of datagrams per wake-up, handles them, then sends the replies
 // they produced in one go.
 func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
 	for {
