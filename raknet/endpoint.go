@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,9 @@ const (
 	lingerTime = time.Second
 	// maxRecent bounds the peers remembered for lingerTime.
 	maxRecent = 4096
+	// maxSockets bounds ListenConfig.Sockets: more sockets than cores buy
+	// nothing, and each holds its reader and its buffers.
+	maxSockets = 64
 )
 
 // overhead returns the IP + UDP header size for a peer.
@@ -87,20 +91,33 @@ func addrPortOf(addr net.Addr) netip.AddrPort {
 	return ap
 }
 
-// endpoint owns one UDP socket, for a Listener or for a dialed
-// connection: its only reader, its writes, and the table of peers that
-// closed recently, whose stale data is still acknowledged. Its methods
-// are safe for concurrent use; connections write through it after
-// releasing their locks.
+// endpoint owns the UDP sockets of a Listener or of a dialed connection:
+// their only readers, their writes, and the table of peers that closed
+// recently, whose stale data is still acknowledged. A Listener may have
+// several sockets on one address (ListenConfig.Sockets), each with its
+// reader; a dialer has one. Its methods are safe for concurrent use;
+// connections write through it after releasing their locks.
+//
+// On Linux a UDP socket is read and written in batches (recvmmsg,
+// sendmmsg; see endpoint_linux.go): a reader takes what the socket holds
+// in one call, and the replies produced while it handles them (pongs,
+// ACKs, a connection's data) leave together in one call once it is done.
+// Writes from anywhere else leave at once, one datagram per call.
 type endpoint struct {
-	pc    net.PacketConn
-	udp   *net.UDPConn // pc as a UDPConn, for allocation-free I/O; nil for others
+	socks []*socket
 	local net.Addr
 	done  chan struct{} // closed by close
 	once  sync.Once
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
 	oversize  atomic.Uint64 // datagrams dropped for their size
+
+	// offline serialises the handling of offline datagrams (no valid flag)
+	// across the readers of an endpoint with more than one socket: a
+	// Listener's offline path keeps state of its reader's (its reply
+	// buffer, its refusal summary). Connected datagrams are handled in
+	// parallel; each connection has its own lock.
+	offline sync.Mutex
 
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
@@ -109,9 +126,28 @@ type endpoint struct {
 	// recentOrder holds recent's entries in the order they were added,
 	// which is also the order they expire in, so expiry never scans.
 	recentOrder []recentEntry
-	// ack is the buffer stale data is acknowledged from; used only by the
-	// reader.
-	ack []byte
+}
+
+// socket is one of an endpoint's sockets and the state of its reader.
+type socket struct {
+	pc  net.PacketConn
+	udp *net.UDPConn // pc as a UDPConn, for allocation-free I/O; nil for others
+	// bio batches the socket's reads and the reader's writes; nil reads
+	// and writes one datagram per call (other systems, PacketConns that
+	// are not a *net.UDPConn, or batching switched off).
+	bio *batchIO
+
+	// received counts the datagrams read from the socket.
+	received atomic.Uint64
+
+	// cur tags the peer whose datagram the reader is handling (peerTag),
+	// 0 when none: a cheap filter for the writes to collect.
+	cur atomic.Uint64
+	// mu guards collecting and bio's write queue. While collecting is set
+	// (the reader is handling a batch), writes to the peer tagged in cur
+	// are queued and sent together when the batch is handled.
+	mu         sync.Mutex
+	collecting bool
 }
 
 // recentEntry is an entry of endpoint.recent, in recentOrder.
@@ -120,51 +156,123 @@ type recentEntry struct {
 	until time.Time
 }
 
-// newEndpoint takes over pc, raising its kernel buffers so bursts from
-// many peers do not overflow them (failing to is harmless).
-func newEndpoint(pc net.PacketConn) *endpoint {
-	e := &endpoint{pc: pc, local: pc.LocalAddr(), done: make(chan struct{})}
-	if udp, ok := pc.(*net.UDPConn); ok {
-		_ = udp.SetReadBuffer(socketBuffer)
-		_ = udp.SetWriteBuffer(socketBuffer)
-		e.udp = udp
+// batching switches batched socket I/O on; BASALT_RAKNET_BATCH=0 turns it
+// off (one datagram per system call, as on other systems), to compare the
+// two or to rule batching out when diagnosing a problem.
+var batching = os.Getenv("BASALT_RAKNET_BATCH") != "0"
+
+// newEndpoint takes over pc, a dialer's socket; see newEndpointSize.
+func newEndpoint(pc net.PacketConn) *endpoint { return newEndpointSize(dialBatchSize, pc) }
+
+// newEndpointSize takes over pcs, sockets bound to one address, to be read
+// and written in batches of up to batch datagrams, raising their kernel
+// buffers so bursts from many peers do not overflow them (failing to is
+// harmless).
+func newEndpointSize(batch int, pcs ...net.PacketConn) *endpoint {
+	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{})}
+	for _, pc := range pcs {
+		s := &socket{pc: pc}
+		if udp, ok := pc.(*net.UDPConn); ok {
+			_ = udp.SetReadBuffer(socketBuffer)
+			_ = udp.SetWriteBuffer(socketBuffer)
+			s.udp = udp
+			if batching {
+				s.bio = newBatchIO(udp, batch)
+			}
+		}
+		e.socks = append(e.socks, s)
 	}
 	return e
 }
 
-// read reads one datagram.
-func (e *endpoint) read(buf []byte) (int, netip.AddrPort, error) {
-	if e.udp != nil {
-		return e.udp.ReadFromUDPAddrPort(buf)
+// openSockets opens a listener's sockets on address: one, or n bound to
+// the same address with SO_REUSEPORT where the kernel spreads datagrams
+// over them by flow (Linux). Elsewhere n > 1 opens one socket. A listen
+// hook is called n times, after the first with the first socket's own
+// address (its port chosen), and must open sockets that can share it.
+func openSockets(listen func(network, address string) (net.PacketConn, error), network, address string, n int) ([]net.PacketConn, error) {
+	n = min(max(n, 1), maxSockets)
+	if listen == nil {
+		listen = net.ListenPacket
+		if n > 1 && reusePortBalances {
+			listen = listenReusePort
+		} else {
+			n = 1
+		}
 	}
-	n, addr, err := e.pc.ReadFrom(buf)
+	pcs := make([]net.PacketConn, 0, n)
+	for range n {
+		pc, err := listen(network, address)
+		if err != nil {
+			for _, pc := range pcs {
+				_ = pc.Close()
+			}
+			return nil, err
+		}
+		if len(pcs) == 0 {
+			address = pc.LocalAddr().String()
+		}
+		pcs = append(pcs, pc)
+	}
+	return pcs, nil
+}
+
+// read reads one datagram.
+func (s *socket) read(buf []byte) (int, netip.AddrPort, error) {
+	if s.udp != nil {
+		return s.udp.ReadFromUDPAddrPort(buf)
+	}
+	n, addr, err := s.pc.ReadFrom(buf)
 	if err != nil {
 		return 0, netip.AddrPort{}, err
 	}
 	return n, addrPortOf(addr), nil
 }
 
-// readLoop reads datagrams and hands each non-empty one of at most
-// maxDatagramIn bytes to handle, with the time it was read, until the
-// socket is closed. b is valid only during the call.
+// readLoop reads datagrams from every socket, one reader each, and hands
+// each non-empty one of at most maxDatagramIn bytes to handle, with the
+// time it was read, until the sockets are closed. b is valid only during
+// the call. With several sockets handle runs concurrently, for offline
+// datagrams never (see endpoint.offline).
 func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.Time)) {
+	if len(e.socks) > 1 {
+		serial := handle
+		handle = func(b []byte, from netip.AddrPort, now time.Time) {
+			if b[0]&wire.FlagValid != 0 {
+				serial(b, from, now)
+				return
+			}
+			e.offline.Lock()
+			defer e.offline.Unlock()
+			serial(b, from, now)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, s := range e.socks[1:] {
+		wg.Go(func() { e.readSocket(s, handle) })
+	}
+	e.readSocket(e.socks[0], handle)
+	wg.Wait()
+}
+
+// readSocket is the reader of one socket.
+func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+	if s.bio != nil {
+		e.readBatches(s, handle)
+		return
+	}
 	// One byte more than the largest datagram taken: a datagram that
 	// fills the buffer was larger (the kernel truncates it).
 	buf := make([]byte, maxDatagramIn+1)
 	for {
-		n, from, err := e.read(buf)
+		n, from, err := s.read(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if e.readFailed(err) {
 				return
 			}
-			select {
-			case <-e.done:
-				return
-			default:
-			}
-			time.Sleep(readErrorBackoff)
 			continue
 		}
+		s.received.Add(1)
 		if n == 0 {
 			continue
 		}
@@ -176,14 +284,110 @@ func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.
 	}
 }
 
+// readBatches is the reader of a socket with batched I/O: it takes up to
+// its batch size of datagrams per wake-up, handles them, then sends the replies
+// they produced in one go.
+func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+	for {
+		n, err := s.bio.read()
+		if err != nil {
+			if e.readFailed(err) {
+				return
+			}
+			continue
+		}
+		now := time.Now()
+		s.received.Add(uint64(n))
+		s.mu.Lock()
+		s.collecting = true
+		s.mu.Unlock()
+		for i := range n {
+			b, from, truncated := s.bio.message(i)
+			if len(b) == 0 {
+				continue
+			}
+			if truncated || len(b) > maxDatagramIn {
+				e.oversize.Add(1)
+				continue
+			}
+			s.cur.Store(peerTag(from))
+			handle(b, from, now)
+		}
+		s.cur.Store(0)
+		s.mu.Lock()
+		s.collecting = false
+		s.bio.flush(&s.mu)
+		s.mu.Unlock()
+	}
+}
+
+// readFailed reports whether a read error ends the reader: the socket was
+// closed. Other errors (ICMP unreachable reported on read) are retried
+// after a pause, so one that repeats cannot spin the reader.
+func (e *endpoint) readFailed(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	select {
+	case <-e.done:
+		return true
+	default:
+	}
+	time.Sleep(readErrorBackoff)
+	return false
+}
+
+// peerTag returns a non-zero tag for a peer address, the same for its
+// IPv4-mapped and plain forms. Tags of IPv4 peers are unique; those of
+// IPv6 peers are a hash, whose rare collisions only make a write wait for
+// the end of a reader's batch.
+func peerTag(ap netip.AddrPort) uint64 {
+	a := ap.Addr().Unmap()
+	if a.Is4() {
+		v4 := a.As4()
+		return 1<<63 | uint64(binary.BigEndian.Uint32(v4[:]))<<16 | uint64(ap.Port())
+	}
+	v6 := a.As16()
+	h := binary.BigEndian.Uint64(v6[:8])*0x9e3779b97f4a7c15 ^ binary.BigEndian.Uint64(v6[8:])
+	return 1<<62 | (h*0xff51afd7ed558ccd^uint64(ap.Port()))>>2
+}
+
 // write sends one datagram to ap, as the socket reported the peer's
-// address (IPv4-mapped on a dual-stack socket).
+// address (IPv4-mapped on a dual-stack socket). A write the reader makes
+// while it handles a datagram from ap is queued, b copied, and sent with
+// the rest of its batch's replies; any other leaves at once. An error of
+// a queued write is counted when it is sent, not returned.
 func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
+	tag := peerTag(ap)
+	for _, s := range e.socks {
+		if s.bio != nil && s.cur.Load() == tag && e.queue(s, b, ap) {
+			return nil
+		}
+	}
+	return e.socks[tag%uint64(len(e.socks))].write(b, ap)
+}
+
+// queue adds a datagram to s's batch if its reader is collecting one, and
+// reports whether it did. A full batch is sent first.
+func (e *endpoint) queue(s *socket, b []byte, ap netip.AddrPort) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.collecting {
+		return false
+	}
+	if s.bio.full() {
+		s.bio.flush(&s.mu)
+	}
+	return s.collecting && s.bio.add(b, ap)
+}
+
+// write sends one datagram at once.
+func (s *socket) write(b []byte, ap netip.AddrPort) error {
 	var err error
-	if e.udp != nil {
-		_, err = e.udp.WriteToUDPAddrPort(b, ap)
+	if s.udp != nil {
+		_, err = s.udp.WriteToUDPAddrPort(b, ap)
 	} else {
-		_, err = e.pc.WriteTo(b, net.UDPAddrFromAddrPort(ap))
+		_, err = s.pc.WriteTo(b, net.UDPAddrFromAddrPort(ap))
 	}
 	return err
 }
@@ -192,12 +396,21 @@ func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
 // which are worth a debug line: a socket that fails keeps failing.
 func (e *endpoint) logWriteError() bool { return e.writeErrs.Add(1) <= 3 }
 
-// close closes the socket, ending the read loop. It is safe to call more
-// than once.
+// close closes the sockets, ending the read loops; replies still queued
+// leave first if the sockets have room for them (close waits for
+// nothing). It is safe to call more than once.
 func (e *endpoint) close() {
 	e.once.Do(func() {
 		close(e.done)
-		_ = e.pc.Close()
+		for _, s := range e.socks {
+			if s.bio != nil {
+				s.mu.Lock()
+				s.collecting = false
+				s.bio.flushNow()
+				s.mu.Unlock()
+			}
+			_ = s.pc.Close()
+		}
 	})
 }
 
@@ -240,7 +453,7 @@ func (e *endpoint) forgetOldest() {
 }
 
 // ackStale acknowledges data datagram b from a peer that closed recently
-// and reports whether the peer is one. It is called by the reader only.
+// and reports whether the peer is one. It is called by the readers.
 func (e *endpoint) ackStale(b []byte, from netip.AddrPort, now time.Time) bool {
 	k := key(from)
 	e.mu.Lock()
@@ -249,10 +462,12 @@ func (e *endpoint) ackStale(b []byte, from netip.AddrPort, now time.Time) bool {
 	if !ok || !now.Before(until) {
 		return false
 	}
-	if ack := appendAckFor(e.ack[:0], b); ack != nil {
-		e.ack = ack
+	bp := datagramBuffers.Get().(*[]byte)
+	if ack := appendAckFor((*bp)[:0], b); ack != nil {
+		*bp = ack
 		_ = e.write(ack, from)
 	}
+	datagramBuffers.Put(bp)
 	return true
 }
 

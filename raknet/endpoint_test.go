@@ -101,8 +101,19 @@ func TestNewGUIDSign(t *testing.T) {
 }
 
 // A datagram over maxDatagramIn is dropped unread and counted; one at the
-// limit is handled.
+// limit is handled. So it is with batched I/O and without.
 func TestEndpointDropsOversize(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "batched"}[batch], func(t *testing.T) {
+			old := batching
+			batching = batch && old
+			defer func() { batching = old }()
+			testDropsOversize(t)
+		})
+	}
+}
+
+func testDropsOversize(t *testing.T) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

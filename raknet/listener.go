@@ -212,6 +212,15 @@ type ListenConfig struct {
 	// to send from a trusted address can claim any client address, so
 	// list only the proxies' own addresses.
 	TrustedProxies []netip.Prefix
+	// Sockets is how many UDP sockets the listener opens on its address,
+	// each with a reader of its own, so that receiving spreads over
+	// cores; 0 or 1 means one, more than 64 means 64. Beyond one the
+	// sockets share the address with SO_REUSEPORT and the kernel hands
+	// each flow (peer address and port) to one of them; connections are
+	// found whichever socket a datagram arrives on. Only Linux spreads
+	// datagrams so: elsewhere the listener opens one socket. With
+	// ListenPacket set, it is called once per socket.
+	Sockets int
 
 	// limits overrides connection limits in tests.
 	limits limits
@@ -253,7 +262,7 @@ type ListenerStats struct {
 	ProxyLocal     uint64 // LOCAL headers (proxies' health checks)
 }
 
-// Listener accepts RakNet connections on one UDP socket and answers
+// Listener accepts RakNet connections on one UDP address and answers
 // unconnected pings. It implements net.Listener. Its methods are safe for
 // concurrent use.
 type Listener struct {
@@ -336,11 +345,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 			return nil, &net.OpError{Op: "listen", Net: "raknet", Err: err}
 		}
 	}
-	listen := lc.ListenPacket
-	if listen == nil {
-		listen = net.ListenPacket
-	}
-	pc, err := listen(network, address)
+	pcs, err := openSockets(lc.ListenPacket, network, address, lc.Sockets)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "raknet", Err: err}
 	}
@@ -350,7 +355,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l := &Listener{
 		cfg:     lc,
-		ep:      newEndpoint(pc),
+		ep:      newEndpointSize(batchSize, pcs...),
 		log:     zerolog.Nop(),
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
@@ -359,7 +364,10 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		started: time.Now(),
 	}
 	if lc.Log != nil {
-		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", pc.LocalAddr().String()).Logger()
+		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", l.ep.local.String()).Logger()
+	}
+	if lc.Sockets > len(pcs) {
+		l.log.Warn().Int("sockets", lc.Sockets).Int("opened", len(pcs)).Msg("fewer sockets than configured: SO_REUSEPORT spreads datagrams only on Linux, over at most 64")
 	}
 	if len(l.cfg.ProtocolVersions) == 0 {
 		l.cfg.ProtocolVersions = DefaultProtocolVersions

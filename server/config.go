@@ -80,6 +80,11 @@ proxy_protocol = false
 # from any other address is refused. Only the proxies should be able to send
 # from these addresses: whoever can may claim to be any client.
 trusted_proxies = []
+# UDP sockets opened on each address (1-64), each read by its own thread of
+# work. More than 1 shares the address with SO_REUSEPORT, so that receiving
+# spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only
+# on a machine with cores to spare under heavy traffic.
+sockets = 1
 
 [server]
 # First MOTD line: the server name shown in the server list. Minecraft colour
@@ -164,6 +169,8 @@ type UserConfig struct {
 		ProxyProtocol bool `toml:"proxy_protocol"`
 		// TrustedProxies are CIDR prefixes or IPs.
 		TrustedProxies []string `toml:"trusted_proxies"`
+		// Sockets is how many sockets each listener opens on its address.
+		Sockets int `toml:"sockets"`
 	} `toml:"network"`
 	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
@@ -331,6 +338,9 @@ type Config struct {
 	// deadline.
 	LoginTimeout time.Duration
 
+	// Sockets is how many UDP sockets each listener opens on its address
+	// (raknet.ListenConfig.Sockets); 0 means 1.
+	Sockets int
 	// MaxMTU is the largest RakNet datagram in bytes; 0 means
 	// raknet.DefaultMaxMTU.
 	MaxMTU int
@@ -367,6 +377,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.LANDiscovery = true
 	uc.Network.Query = true
 	uc.Network.TrustedProxies = []string{}
+	uc.Network.Sockets = 1
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -516,6 +527,9 @@ func (uc UserConfig) Validate() error {
 	}
 	if n.ProxyProtocol && len(n.TrustedProxies) == 0 {
 		add("network.trusted_proxies", "is empty; network.proxy_protocol needs the proxies' addresses")
+	}
+	if n.Sockets < 1 || n.Sockets > 64 {
+		add("network.sockets", "%d is outside 1-64", n.Sockets)
 	}
 
 	// [server]
@@ -767,6 +781,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		AddressV6:         uc.Network.AddressV6,
 		LANDiscovery:      uc.Network.LANDiscovery,
 		Query:             uc.Network.Query,
+		Sockets:           uc.Network.Sockets,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
 		Edition:           motd.Edition(uc.Server.Edition),

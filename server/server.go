@@ -252,6 +252,7 @@ func listenConfig(c Config) raknet.ListenConfig {
 		MaxConnections:      c.MaxConnections,
 		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
 		MemoryBudget:        c.MemoryBudget,
+		Sockets:             c.Sockets,
 		// Sessions promote a connection once its player logged in.
 		PreLoginShare:    true,
 		ProtocolVersions: c.RakNetProtocols,

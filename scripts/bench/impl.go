@@ -80,7 +80,8 @@ func listen(im impl, addr string) (packetListener, error) {
 		// the cost of answering, not the defences: the per-source limits
 		// are off, as go-raknet has none. The refusal paths have their own
 		// benchmarks in raknet.
-		l, err := raknet.ListenConfig{OfflineRate: -1, OfflineBytes: -1, HandshakesPerIP: -1, MaxConnectionsPerIP: -1}.Listen(addr)
+		l, err := raknet.ListenConfig{OfflineRate: -1, OfflineBytes: -1, HandshakesPerIP: -1, MaxConnectionsPerIP: -1,
+			Sockets: basaltSockets}.Listen(addr)
 		if err != nil {
 			return nil, err
 		}

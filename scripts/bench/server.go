@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,6 +220,7 @@ func cmdServer(args []string) error {
 	modeFlag := fs.String("mode", "echo", "echo or sink")
 	implFlag := fs.String("impl", "basalt", "basalt or goraknet")
 	control := fs.Bool("control", false, "read commands from stdin and exit at EOF")
+	fs.IntVar(&basaltSockets, "sockets", envInt("BENCH_SOCKETS", 1), "basalt: SO_REUSEPORT sockets to listen on (default $BENCH_SOCKETS, which `bench run` passes on to its servers, or 1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -265,6 +267,17 @@ func cmdServer(args []string) error {
 			return err
 		}
 	}
+}
+
+// basaltSockets is how many sockets a basalt bench server listens on.
+var basaltSockets = 1
+
+// envInt returns the integer in environment variable name, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }
 
 // readControl answers control commands from r until it ends.
