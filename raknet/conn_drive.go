@@ -55,8 +55,18 @@ func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
 	c.lastSent = now
 }
 
+// timerSlack is how much later than the timer the earliest deadline may
+// have moved and the timer still be left as it is, to fire early and
+// re-arm: deadlines move a little on almost every pass (an ACK's, the
+// oldest datagram's RTO), and a reset per pass costs more than the rare
+// early wake-up. One that moved further is reset, so that a connection
+// does not wake for a deadline long gone, such as the RTO of a reply the
+// peer acknowledged or the ACK that left with the reply.
+const timerSlack = 10 * time.Millisecond
+
 // arm sets the timer to the earliest deadline. A timer that would fire
-// later than needed is reset; one that fires early re-arms itself.
+// later than needed is reset, and so is one that would fire more than
+// timerSlack early; one that fires early re-arms itself.
 func (c *Conn) arm(now time.Time) {
 	if c.state == stateClosed {
 		return
@@ -76,7 +86,7 @@ func (c *Conn) arm(now time.Time) {
 	case stateClosing:
 		earliest(c.closeBy)
 	}
-	if !c.timerAt.IsZero() && !next.Before(c.timerAt) {
+	if !c.timerAt.IsZero() && !next.Before(c.timerAt) && next.Sub(c.timerAt) < timerSlack {
 		return
 	}
 	c.timerAt = next
