@@ -228,6 +228,9 @@ func (c *Conn) deliver(msg []byte) bool {
 	for _, r := range replies {
 		c.sendControl(now, r)
 	}
+	// Send copied them: the handshake's larger replies are not kept alive
+	// by the control protocol until its next message.
+	clear(replies)
 	switch ev {
 	case evMalformed:
 		c.drop()

@@ -81,7 +81,7 @@ const (
 	initialSentSlots = 4
 	// minFifo is the smallest ring a frame queue grows to, and
 	// maxIdleFifo the largest a drained one keeps.
-	minFifo     = 16
+	minFifo     = 4
 	maxIdleFifo = 1024
 	// minReorderWindow is the least time an unacknowledged datagram
 	// older than an acknowledged one is given before it is deemed lost.
