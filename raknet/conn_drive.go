@@ -218,8 +218,11 @@ func (c *Conn) notifyPeer(now time.Time) {
 // deliver receives every message the layer delivers, in order, with c.mu
 // held, and reports whether it keeps it for Read (which then counts against
 // the layer's delivery budget until ReadPacket takes it). The control
-// protocol answers its messages.
-func (c *Conn) deliver(msg []byte) bool {
+// protocol answers its messages. A message the layer hands over as owned
+// (reassembled, or one that waited in an ordering queue) is queued as it
+// is; one that points into the datagram is copied, once: that copy is
+// what ReadPacket returns.
+func (c *Conn) deliver(msg []byte, owned bool) bool {
 	if c.state == stateClosed || c.peerClosed {
 		return false
 	}
@@ -251,7 +254,10 @@ func (c *Conn) deliver(msg []byte) bool {
 			c.drop()
 			return false
 		}
-		c.readQ = append(c.readQ, append([]byte(nil), msg...))
+		if !owned {
+			msg = append([]byte(nil), msg...)
+		}
+		c.readQ = append(c.readQ, msg)
 		wake(&c.readWait)
 		return true
 	}
