@@ -258,7 +258,7 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 			msg = append([]byte(nil), msg...)
 		}
 		c.readQ = append(c.readQ, msg)
-		wake(&c.readWait)
+		c.wakeReaders()
 		return true
 	}
 	if c.ctl.latency > 0 {

@@ -107,3 +107,57 @@ func TestSimEchoDatagramsSparse(t *testing.T) {
 		}
 	})
 }
+
+// Readers blocked at once are all woken: the first waits on the signal
+// kept for one reader, the others on a channel closed for all, and each
+// message or a Close reaches them.
+func TestSimConcurrentReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newSimEnv(t, simnet.Config{Seed: 1}, ListenConfig{}, Dialer{})
+		client, server := e.dial()
+		const readers = 3
+		got := make(chan error, readers)
+		for range readers {
+			go func() {
+				_, err := server.ReadPacket()
+				got <- err
+			}()
+		}
+		synctest.Wait()
+		for i := range readers - 1 {
+			if _, err := client.Write([]byte{simID, byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range readers - 1 {
+			if err := <-got; err != nil {
+				t.Fatalf("read: got %v, want a message", err)
+			}
+		}
+		// The last reader is still blocked; a deadline in the past wakes it.
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("third reader returned %v with no message", err)
+		default:
+		}
+		_ = server.SetReadDeadline(time.Now())
+		if err := <-got; err == nil {
+			t.Fatal("read past its deadline: got a message, want an error")
+		}
+		_ = server.SetReadDeadline(time.Time{})
+		for range readers {
+			go func() {
+				_, err := server.ReadPacket()
+				got <- err
+			}()
+		}
+		synctest.Wait()
+		go server.Close()
+		for range readers {
+			if err := <-got; err == nil {
+				t.Fatal("read after Close: got a message, want an error")
+			}
+		}
+	})
+}
