@@ -13,9 +13,9 @@ import (
 // which becomes the message, so reassembly copies every byte once. The
 // buffer is allocated when the first fragment that is not the last comes
 // (until then a last fragment that came first waits in last), and only
-// if its size fits what the message was committed; a fragment that
-// breaks the layout moves the message to parts, one slice per fragment,
-// joined at the end.
+// if its size fits what the message was committed and maxDirectSplit; a
+// larger message, and one whose fragment breaks the layout, is kept in
+// parts, one slice per fragment, joined at the end.
 type assembly struct {
 	id       uint16
 	count    uint32
@@ -57,7 +57,7 @@ func (m *assembly) store(i uint32, p []byte) {
 		if m.last != nil {
 			need += len(m.last) - len(p)
 		}
-		if len(p) == 0 || need > m.est {
+		if len(p) == 0 || need > m.est || need > maxDirectSplit {
 			m.split()
 			m.parts[i] = append([]byte(nil), p...)
 			return

@@ -24,7 +24,7 @@ func fragments(msg []byte, sizes ...int) [][]byte {
 // larger) straight into one buffer, the message, never joining parts; a
 // fragment that breaks the layout still gives the right message.
 func TestAssemblerLayouts(t *testing.T) {
-	msg := make([]byte, 1000)
+	msg := make([]byte, maxDirectSplit+1)
 	for i := range msg {
 		msg[i] = byte(i * 7)
 	}
@@ -42,11 +42,17 @@ func TestAssemblerLayouts(t *testing.T) {
 		{"sizes differ", []int{300, 200, 400, 100}, []int{0, 1, 2, 3}, false},
 		{"last larger", []int{100, 100, 800}, []int{0, 2, 1}, false},
 		{"last larger, first", []int{100, 100, 800}, []int{2, 0, 1}, false},
+		{"over maxDirectSplit", []int{maxDirectSplit / 2, maxDirectSplit / 2, 1}, []int{0, 1, 2}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := assembler{maxCount: 64, maxConc: 4, maxBytes: 1 << 20, timeout: time.Second, maxPart: 300}
 			parts := fragments(msg, tc.sizes...)
+			total := 0
+			for _, n := range tc.sizes {
+				total += n
+			}
+			want := msg[:total]
 			var whole []byte
 			for k, i := range tc.order {
 				f := wire.Frame{Reliability: wire.ReliableOrdered, Split: true, SplitCount: uint32(len(parts)), SplitID: 9, SplitIndex: uint32(i), Payload: parts[i]}
@@ -69,8 +75,8 @@ func TestAssemblerLayouts(t *testing.T) {
 					whole = got.Payload
 				}
 			}
-			if !bytes.Equal(whole, msg) {
-				t.Fatalf("got %d bytes, want the %d of the message back", len(whole), len(msg))
+			if !bytes.Equal(whole, want) {
+				t.Fatalf("got %d bytes, want the %d of the message back", len(whole), len(want))
 			}
 			if a.bytes != 0 || a.committed != 0 || len(a.list) != 0 {
 				t.Errorf("after: got %d bytes, %d committed, %d in progress, want none", a.bytes, a.committed, len(a.list))

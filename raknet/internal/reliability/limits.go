@@ -206,4 +206,10 @@ const (
 	slotSize = 24
 	// minOrderRing is the smallest ordering ring a channel allocates.
 	minOrderRing = 8
+	// maxDirectSplit is the largest split message reassembled straight
+	// into one buffer, allocated whole on its first fragment. A larger
+	// one is kept fragment by fragment, as it arrives: one datagram must
+	// not make the receiver allocate (and zero) much more than it
+	// carries, whatever was reserved for the message.
+	maxDirectSplit = 64 << 10
 )
