@@ -205,7 +205,12 @@ type Conn struct {
 	// readWait and writeWait are closed (and cleared) to wake every
 	// blocked reader or writer; they exist only while someone waits.
 	readWait, writeWait chan struct{}
-	closed              chan struct{}
+	// readSig wakes one blocked reader without an allocation per wait:
+	// the first reader to block waits on it (readSigTaken), any other on
+	// readWait. Made on the first wait and kept.
+	readSig      chan struct{}
+	readSigTaken bool
+	closed       chan struct{}
 	// released is closed once the connection is gone for good: removed
 	// from its listener, or its socket closed and its read loop ended.
 	released    chan struct{}

@@ -16,7 +16,7 @@ func (c *Conn) finish(err error) {
 		c.timer.Stop()
 	}
 	close(c.closed)
-	wake(&c.readWait)
+	c.wakeReaders()
 	wake(&c.writeWait)
 	c.remove = true
 	// What the connection held is no one's now: its share of the
@@ -67,7 +67,7 @@ func (c *Conn) Close() error {
 		}
 		c.flush(now)
 		c.arm(now)
-		wake(&c.readWait)
+		c.wakeReaders()
 		wake(&c.writeWait)
 	}
 	c.unlock()

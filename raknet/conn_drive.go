@@ -55,8 +55,18 @@ func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
 	c.lastSent = now
 }
 
+// timerSlack is how much later than the timer the earliest deadline may
+// have moved and the timer still be left as it is, to fire early and
+// re-arm: deadlines move a little on almost every pass (an ACK's, the
+// oldest datagram's RTO), and a reset per pass costs more than the rare
+// early wake-up. One that moved further is reset, so that a connection
+// does not wake for a deadline long gone, such as the RTO of a reply the
+// peer acknowledged or the ACK that left with the reply.
+const timerSlack = 10 * time.Millisecond
+
 // arm sets the timer to the earliest deadline. A timer that would fire
-// later than needed is reset; one that fires early re-arms itself.
+// later than needed is reset, and so is one that would fire more than
+// timerSlack early; one that fires early re-arms itself.
 func (c *Conn) arm(now time.Time) {
 	if c.state == stateClosed {
 		return
@@ -76,7 +86,7 @@ func (c *Conn) arm(now time.Time) {
 	case stateClosing:
 		earliest(c.closeBy)
 	}
-	if !c.timerAt.IsZero() && !next.Before(c.timerAt) {
+	if !c.timerAt.IsZero() && !next.Before(c.timerAt) && next.Sub(c.timerAt) < timerSlack {
 		return
 	}
 	c.timerAt = next
@@ -208,8 +218,11 @@ func (c *Conn) notifyPeer(now time.Time) {
 // deliver receives every message the layer delivers, in order, with c.mu
 // held, and reports whether it keeps it for Read (which then counts against
 // the layer's delivery budget until ReadPacket takes it). The control
-// protocol answers its messages.
-func (c *Conn) deliver(msg []byte) bool {
+// protocol answers its messages. A message the layer hands over as owned
+// (reassembled, or one that waited in an ordering queue) is queued as it
+// is; one that points into the datagram is copied, once: that copy is
+// what ReadPacket returns.
+func (c *Conn) deliver(msg []byte, owned bool) bool {
 	if c.state == stateClosed || c.peerClosed {
 		return false
 	}
@@ -218,6 +231,9 @@ func (c *Conn) deliver(msg []byte) bool {
 	for _, r := range replies {
 		c.sendControl(now, r)
 	}
+	// Send copied them: the handshake's larger replies are not kept alive
+	// by the control protocol until its next message.
+	clear(replies)
 	switch ev {
 	case evMalformed:
 		c.drop()
@@ -238,8 +254,11 @@ func (c *Conn) deliver(msg []byte) bool {
 			c.drop()
 			return false
 		}
-		c.readQ = append(c.readQ, append([]byte(nil), msg...))
-		wake(&c.readWait)
+		if !owned {
+			msg = append([]byte(nil), msg...)
+		}
+		c.readQ = append(c.readQ, msg)
+		c.wakeReaders()
 		return true
 	}
 	if c.ctl.latency > 0 {

@@ -38,6 +38,35 @@ func timerFor(left time.Duration, t **time.Timer) <-chan time.Time {
 	return (*t).C
 }
 
+// wakeReaders wakes every reader blocked in ReadPacket. c.mu is held.
+func (c *Conn) wakeReaders() {
+	if c.readSigTaken {
+		select {
+		case c.readSig <- struct{}{}:
+		default:
+		}
+	}
+	wake(&c.readWait)
+}
+
+// readWaiter returns the channel a reader about to block waits on, and
+// whether it is readSig, which the reader gives back with
+// c.readSigTaken = false once it woke. c.mu is held.
+func (c *Conn) readWaiter() (<-chan struct{}, bool) {
+	if c.readSigTaken {
+		return waitOn(&c.readWait), false
+	}
+	if c.readSig == nil {
+		c.readSig = make(chan struct{}, 1)
+	}
+	select {
+	case <-c.readSig: // a stale wake-up from a reader that timed out
+	default:
+	}
+	c.readSigTaken = true
+	return c.readSig, true
+}
+
 func stopTimer(t *time.Timer) {
 	if t != nil {
 		t.Stop()
@@ -50,12 +79,23 @@ func stopTimer(t *time.Timer) {
 func (c *Conn) ReadPacket() ([]byte, error) {
 	var timer *time.Timer
 	defer func() { stopTimer(timer) }()
+	sig := false // this reader waited on readSig
+	defer func() {
+		if sig {
+			c.mu.Lock()
+			c.readSigTaken = false
+			c.mu.Unlock()
+		}
+	}()
 	for {
 		left, expired := deadline(&c.readDeadline)
 		if expired {
 			return nil, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
+		if sig {
+			c.readSigTaken, sig = false, false
+		}
 		if c.readHead < len(c.readQ) {
 			p := c.readQ[c.readHead]
 			c.readQ[c.readHead] = nil
@@ -89,12 +129,14 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 			c.mu.Unlock()
 			return nil, c.opErr("read", err)
 		}
-		wait := waitOn(&c.readWait)
+		var wait <-chan struct{}
+		wait, sig = c.readWaiter()
 		c.mu.Unlock()
 		select {
 		case <-wait:
 		case <-timerFor(left, &timer):
 		}
+
 	}
 }
 
@@ -211,7 +253,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.readDeadline.Store(&t)
 	c.mu.Lock()
-	wake(&c.readWait)
+	c.wakeReaders()
 	c.mu.Unlock()
 	return nil
 }

@@ -101,9 +101,16 @@ type control struct {
 	systemAddrs int
 
 	replies [2]ctlReply
-	// buf holds the replies' encodings until the next call.
-	buf [2 * 640]byte
+	// buf holds the encodings of the small replies (pings, pongs, the
+	// request) until the next call. The handshake's larger ones, sent once
+	// per connection, are allocated: a buffer for them would be carried by
+	// every idle connection.
+	buf [smallControl]byte
 }
+
+// smallControl is the room for the largest small control message,
+// ConnectedPong.
+const smallControl = max(wire.ConnectedPongSize, wire.ConnectionRequestSize)
 
 // newControl returns the control protocol of a connection created at now.
 func newControl(dial bool, peer netip.AddrPort, now time.Time) control {
@@ -208,7 +215,7 @@ func (c *control) onRequest(msg []byte, now time.Time) (ctlEvent, []ctlReply) {
 	c.phase = phaseAwaitNIC
 	acc := wire.ConnectionRequestAccepted{ClientAddr: c.peer, RequestTime: m.Time, AcceptTime: c.timestamp(now)}
 	acc.SystemAddrs.N = c.systemAddrs
-	c.replies[0] = ctlReply{acc.Append(c.buf[:0]), wire.ReliableOrdered}
+	c.replies[0] = ctlReply{acc.Append(nil), wire.ReliableOrdered}
 	return evNone, c.replies[:1]
 }
 
@@ -225,11 +232,8 @@ func (c *control) onAccepted(msg []byte, now time.Time) (ctlEvent, []ctlReply) {
 	c.phase = phaseEstablished
 	nic := wire.NewIncomingConnection{ServerAddr: c.peer, PingTime: m.AcceptTime, PongTime: c.timestamp(now)}
 	nic.SystemAddrs.N = c.systemAddrs
-	b := nic.Append(c.buf[:0])
-	c.replies[0] = ctlReply{b, wire.ReliableOrdered}
-	c.pingSent, c.pingStamp = now, c.timestamp(now)
-	ping := wire.ConnectedPing{Time: c.pingStamp}
-	c.replies[1] = ctlReply{ping.Append(b[len(b):]), wire.Unreliable}
+	c.replies[0] = ctlReply{nic.Append(nil), wire.ReliableOrdered}
+	c.replies[1] = c.ping(now)
 	return evEstablished, c.replies[:2]
 }
 

@@ -7,12 +7,26 @@ import (
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
-// assembly collects the fragments of one split message.
+// assembly collects the fragments of one split message. RakNet senders
+// cut a message into fragments of one size but the last, which is no
+// larger: each fragment is copied straight to its place in one buffer,
+// which becomes the message, so reassembly copies every byte once. The
+// buffer is allocated when the first fragment that is not the last comes
+// (until then a last fragment that came first waits in last), and only
+// if its size fits what the message was committed and maxDirectSplit; a
+// larger message, and one whose fragment breaks the layout, is kept in
+// parts, one slice per fragment, joined at the end.
 type assembly struct {
 	id       uint16
 	count    uint32
 	received uint32
-	parts    [][]byte
+	have     []uint64   // bit i: fragment i arrived
+	have1    [1]uint64  // have's words for up to 64 fragments
+	buf      []byte     // the message, fragment i at i*size
+	size     int        // the size of every fragment but the last; 0 until known
+	lastLen  int        // the last fragment's size once it is in buf, else -1
+	last     []byte     // the last fragment, while size is unknown
+	parts    [][]byte   // the fragments, once the layout broke; nil before
 	bytes    int        // held: received fragments and a slot per part
 	est      int        // bytes when complete, estimated from the first fragment
 	started  time.Time  // when the latest new fragment arrived
@@ -20,9 +34,111 @@ type assembly struct {
 	header   wire.Frame // ordering fields shared by every fragment
 }
 
+// has reports whether fragment i arrived.
+func (m *assembly) has(i uint32) bool { return m.have[i/64]&(1<<(i%64)) != 0 }
+
 // completedBy reports whether fragment f completes m.
 func (m *assembly) completedBy(f *wire.Frame) bool {
-	return f.SplitCount == m.count && m.received+1 == m.count && m.parts[f.SplitIndex] == nil
+	return f.SplitCount == m.count && m.received+1 == m.count && !m.has(f.SplitIndex)
+}
+
+// store copies the payload of fragment i, not yet received, into m.
+func (m *assembly) store(i uint32, p []byte) {
+	m.have[i/64] |= 1 << (i % 64)
+	if m.parts != nil {
+		m.parts[i] = append([]byte(nil), p...)
+		return
+	}
+	lastIdx := m.count - 1
+	if i < lastIdx && m.size == 0 {
+		// Room for every fragment as large as this one, the last as
+		// large as it is if it came.
+		need := int(m.count) * len(p)
+		if m.last != nil {
+			need += len(m.last) - len(p)
+		}
+		if len(p) == 0 || need > m.est || need > maxDirectSplit {
+			m.split()
+			m.parts[i] = append([]byte(nil), p...)
+			return
+		}
+		m.size = len(p)
+		m.buf = make([]byte, need)
+		if m.last != nil {
+			l := m.last
+			m.last = nil
+			if !m.place(lastIdx, l) {
+				m.split()
+				m.parts[lastIdx] = l
+				m.parts[i] = append([]byte(nil), p...)
+				return
+			}
+		}
+	}
+	if m.size == 0 {
+		// The last fragment, first: its place is not known yet.
+		m.last = append([]byte(nil), p...)
+		return
+	}
+	if !m.place(i, p) {
+		m.split()
+		m.parts[i] = append([]byte(nil), p...)
+	}
+}
+
+// place copies fragment i to its place in buf and reports whether it
+// fits the layout.
+func (m *assembly) place(i uint32, p []byte) bool {
+	if i < m.count-1 {
+		if len(p) != m.size {
+			return false
+		}
+	} else {
+		if len(p) > m.size {
+			return false
+		}
+		m.lastLen = len(p)
+	}
+	copy(m.buf[int(i)*m.size:int(i)*m.size+len(p)], p)
+	return true
+}
+
+// split moves the fragments received so far from buf to parts.
+func (m *assembly) split() {
+	m.parts = make([][]byte, m.count)
+	for i := range m.count {
+		if !m.has(i) {
+			continue
+		}
+		switch {
+		case i == m.count-1 && m.last != nil:
+			m.parts[i] = m.last
+		case i == m.count-1 && m.lastLen >= 0:
+			m.parts[i] = append([]byte(nil), m.buf[int(i)*m.size:int(i)*m.size+m.lastLen]...)
+		case m.buf != nil:
+			m.parts[i] = append([]byte(nil), m.buf[int(i)*m.size:int(i+1)*m.size]...)
+		}
+	}
+	m.buf, m.last = nil, nil
+}
+
+// message returns the whole message once every fragment arrived.
+func (m *assembly) message() []byte {
+	if m.parts == nil {
+		if m.size == 0 {
+			return m.last // a message of one fragment
+		}
+		return m.buf[:int(m.count-1)*m.size+m.lastLen]
+	}
+	size := 0
+	for _, p := range m.parts {
+		size += len(p)
+	}
+	msg := make([]byte, 0, size)
+	for _, p := range m.parts {
+		msg = append(msg, p...)
+	}
+	return msg
 }
 
 // sizeWith returns the size of m completed by fragment f.
@@ -63,15 +179,20 @@ var (
 )
 
 // add stores fragment f (whose payload is copied) and returns the whole
-// message when f completed it. The returned frame's Payload is owned by the
-// caller. The limits on the split count, the messages in progress and the
+// message, and true, when f completed it. The returned frame's Payload is
+// owned by the caller. The limits on the split count, the messages in progress and the
 // bytes held are admission's to check, before anything of the datagram is
 // recorded: add is only given fragments admitted.
-func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
+func (a *assembler) add(f *wire.Frame, now time.Time) (wire.Frame, bool, error) {
 	m := a.find(f.SplitID)
 	if m == nil {
 		cost := int(f.SplitCount) * partOverhead
-		m = &assembly{id: f.SplitID, count: f.SplitCount, parts: make([][]byte, f.SplitCount), bytes: cost, started: now, header: *f}
+		m = &assembly{id: f.SplitID, count: f.SplitCount, lastLen: -1, bytes: cost, started: now, header: *f}
+		if f.SplitCount <= 64 {
+			m.have = m.have1[:]
+		} else {
+			m.have = make([]uint64, (f.SplitCount+63)/64)
+		}
 		m.est = a.estimate(f)
 		m.header.Payload = nil
 		a.bytes += cost
@@ -88,12 +209,12 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 		}
 	}
 	if f.SplitCount != m.count {
-		return nil, errSplitShape
+		return wire.Frame{}, false, errSplitShape
 	}
-	if m.parts[f.SplitIndex] != nil {
-		return nil, nil // duplicate fragment: never completes twice
+	if m.has(f.SplitIndex) {
+		return wire.Frame{}, false, nil // duplicate fragment: never completes twice
 	}
-	m.parts[f.SplitIndex] = append([]byte(nil), f.Payload...)
+	m.store(f.SplitIndex, f.Payload)
 	a.committed -= max(m.est, m.bytes)
 	m.bytes += len(f.Payload)
 	a.committed += max(m.est, m.bytes)
@@ -105,21 +226,14 @@ func (a *assembler) add(f *wire.Frame, now time.Time) (*wire.Frame, error) {
 		// so expiring a message that is still arriving (a large one on a
 		// slow or lossy link) would lose it for good.
 		m.started = now
-		return nil, nil
+		return wire.Frame{}, false, nil
 	}
-	size := 0
-	for _, p := range m.parts {
-		size += len(p)
-	}
-	msg := make([]byte, 0, size)
-	for _, p := range m.parts {
-		msg = append(msg, p...)
-	}
+	msg := m.message()
 	a.remove(m)
 	out := m.header
 	out.Split = false
 	out.Payload = msg
-	return &out, nil
+	return out, true, nil
 }
 
 // estimate returns the bytes the message f is a fragment of will hold

@@ -108,7 +108,7 @@ func (r *receiver) need(f *wire.Frame) (n int, waits bool) {
 		rel := f.Reliability
 		waits = rel.Ordered() && !rel.Sequenced() && r.order.waits(f.OrderChannel, f.OrderIndex)
 		return max(a.estimate(f), int(f.SplitCount)*partOverhead+len(f.Payload)), waits
-	case f.SplitCount != m.count || m.parts[f.SplitIndex] != nil:
+	case f.SplitCount != m.count || m.has(f.SplitIndex):
 		return 0, false // refused by the assembler, or a duplicate
 	case m.completedBy(f):
 		// What it committed goes; the whole message comes.

@@ -25,7 +25,7 @@ func newBudgetPeer(t *testing.T, limit int, cfg Config) *budgetPeer {
 	p := &budgetPeer{b: &fakeBudget{t: t, limit: limit}}
 	cfg.MaxDatagram = testMaxDatagram
 	cfg.Budget = p.b
-	cfg.Deliver = func(m []byte) bool {
+	cfg.Deliver = func(m []byte, _ bool) bool {
 		p.kept = append(p.kept, append([]byte(nil), m...))
 		return true
 	}

@@ -19,12 +19,17 @@ type Config struct {
 	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
 	// minus the IP and UDP headers. Required.
 	MaxDatagram int
-	// Deliver receives every message in delivery order; the slice is valid
-	// only during the call. It returns true when it keeps the message for
-	// the application: the message then counts against MaxHeldMessages
-	// and MaxHeldBytes until Consumed is called for it. Control messages
-	// the caller answers at once return false. Required.
-	Deliver func(msg []byte) bool
+	// Deliver receives every message in delivery order. Unless owned is
+	// set, the slice is valid only during the call (it points into the
+	// datagram handled); an owned one is a buffer of the layer's that it
+	// never touches again (a reassembled message, or a copy that waited
+	// in an ordering queue), to keep without copying. So a message is
+	// copied once on its way from the datagram to whoever keeps it. It
+	// returns true when it keeps the message for the application: the
+	// message then counts against MaxHeldMessages and MaxHeldBytes until
+	// Consumed is called for it. Control messages the caller answers at
+	// once return false. Required.
+	Deliver func(msg []byte, owned bool) bool
 	// Receipt, if set, learns the fate of messages sent with an
 	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
 	Receipt func(id uint32, acked bool)

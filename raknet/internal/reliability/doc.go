@@ -4,7 +4,7 @@
 // current time; it yields datagrams to send, delivered messages and the
 // time it next needs attention.
 //
-//	cfg.Deliver = func(msg []byte) bool { return queue(msg) } // true: kept
+//	cfg.Deliver = func(msg []byte, owned bool) bool { return queue(msg, owned) } // true: kept
 //	cfg.Budget = account // optional: charged for what the peer makes us hold
 //	l := reliability.New(cfg, now)
 //	defer l.Close() // gives the budget back

@@ -101,7 +101,7 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	start := now
 	var got [][]byte
-	recv := New(Config{MaxDatagram: 1400 - 28, MaxOrderBytes: limit, MaxSplitBytes: limit, Deliver: func(m []byte) bool {
+	recv := New(Config{MaxDatagram: 1400 - 28, MaxOrderBytes: limit, MaxSplitBytes: limit, Deliver: func(m []byte, _ bool) bool {
 		got = append(got, append([]byte(nil), m...))
 		return false
 	}}, now)

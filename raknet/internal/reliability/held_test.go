@@ -63,7 +63,7 @@ func newHeldPeer(t *testing.T, cfg Config) *heldPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	cfg.Deliver = func(m []byte) bool {
+	cfg.Deliver = func(m []byte, _ bool) bool {
 		// The bound holds before the message is counted.
 		st := p.Stats()
 		if st.Held > 0 && (st.Held+1 > p.cfg.MaxHeldMessages || st.HeldBytes+len(m) > p.cfg.MaxHeldBytes) {
@@ -347,7 +347,7 @@ func TestHeldConsumedDuringDeliver(t *testing.T) {
 	var l *Layer
 	var got []byte
 	var kept [][]byte
-	l = New(Config{MaxDatagram: testMaxDatagram, MaxHeldMessages: 2, Deliver: func(m []byte) bool {
+	l = New(Config{MaxDatagram: testMaxDatagram, MaxHeldMessages: 2, Deliver: func(m []byte, _ bool) bool {
 		got = append(got, m[0])
 		if m[0] == 2 {
 			// The reader takes the oldest kept message meanwhile.

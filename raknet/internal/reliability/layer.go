@@ -272,10 +272,15 @@ func (l *Layer) AppendDatagram(b []byte, now time.Time) []byte {
 		return l.countSent(l.appendData(b, now))
 	}
 	// Pending ACKs also leave early, right after a data datagram that left
-	// now: they would follow in a moment anyway, and sending them together
-	// saves the connection a wake-up (an answered ping costs one pass, not
-	// two). The data goes first, so an answer is not held up by the ACK.
-	if !l.recv.acks.empty() && !l.pack.lastSend.IsZero() && now.Equal(l.pack.lastSend) {
+	// now, when the peer's datagrams are sparse: they would follow in a
+	// moment anyway, and sending them together saves the connection a
+	// wake-up (an answered ping costs one pass, not two). The data goes
+	// first, so an answer is not held up by the ACK. While the peer's
+	// datagrams come faster than the ACK delay (an ACK left within it),
+	// they wait for their deadline or the count instead: one ACK then
+	// covers many of the peer's datagrams, where leaving with every reply
+	// would double the datagrams of a request/response exchange.
+	if !l.recv.acks.empty() && !l.pack.lastSend.IsZero() && now.Equal(l.pack.lastSend) && !l.recv.dense(now) {
 		return l.countSent(l.recv.appendAck(b, now, l.cfg.MaxDatagram, &l.ackBuf))
 	}
 	return nil

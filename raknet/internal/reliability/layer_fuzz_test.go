@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -173,11 +174,17 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 	var held []int // sizes of the messages kept
 	cfg := fuzzConfig
 	var l *Layer
-	cfg.Deliver = func(m []byte) bool {
+	// The messages delivered as owned, and a copy of each: the layer must
+	// never write to them again, nor hand over the datagram's bytes.
+	var owned [][2][]byte
+	cfg.Deliver = func(m []byte, own bool) bool {
 		if len(m) == 0 || len(m) > cfg.MaxSplitBytes {
 			t.Fatalf("delivered message size: got %v, want 1..%v", len(m), cfg.MaxSplitBytes)
 		}
 		got = append(got, append([]byte(nil), m...))
+		if own {
+			owned = append(owned, [2][]byte{m, got[len(got)-1]})
+		}
 		if len(m)%2 == 0 {
 			return false
 		}
@@ -226,6 +233,7 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 		t.Fatalf("AppendDatagram did not stop")
 	}
 	send()
+	var scratch []byte
 	for len(in) > 0 {
 		step := in[0]
 		in = in[1:]
@@ -245,7 +253,13 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 			}
 		}
 		if size > 0 {
-			_ = l.HandleDatagram(now, d)
+			// The layer reads the datagram from a buffer that is
+			// scribbled over afterwards, as a socket's next read does.
+			scratch = append(scratch[:0], d...)
+			_ = l.HandleDatagram(now, scratch)
+			for i := range scratch {
+				scratch[i] = 0xa5
+			}
 		}
 		if step&0x80 != 0 {
 			send()
@@ -256,6 +270,11 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 		}
 		if dl := l.NextDeadline(now); !dl.IsZero() && dl.Before(now.Add(-MaxRTO-cfg.SplitTimeout)) {
 			t.Fatalf("NextDeadline %v is long past (now %v)", dl.Sub(t0), now.Sub(t0))
+		}
+	}
+	for i, o := range owned {
+		if !bytes.Equal(o[0], o[1]) {
+			t.Fatalf("owned message %d changed after its delivery", i)
 		}
 	}
 	st := l.Stats()
@@ -306,8 +325,13 @@ func checkBounds(t *testing.T, l *Layer) {
 	sum := 0
 	for _, m := range l.rcv.asm.list {
 		sum += m.bytes
-		if uint32(len(m.parts)) != m.count || m.count > uint32(c.MaxSplitCount) || m.received >= m.count {
-			t.Fatalf("assembly %d: %d parts, count %d, received %d", m.id, len(m.parts), m.count, m.received)
+		if uint32(len(m.have)) != (m.count+63)/64 || m.count > uint32(c.MaxSplitCount) || m.received >= m.count {
+			t.Fatalf("assembly %d: %d words of arrivals, count %d, received %d", m.id, len(m.have), m.count, m.received)
+		}
+		// The buffer reassembly allocates ahead is within what the
+		// message was committed, which admission bounded.
+		if cap(m.buf) > m.share() {
+			t.Fatalf("assembly %d: buffer of %d bytes, committed %d", m.id, cap(m.buf), m.share())
 		}
 	}
 	if sum != l.rcv.asm.bytes {

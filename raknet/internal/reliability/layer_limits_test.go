@@ -635,11 +635,11 @@ func TestDuplicateFragment(t *testing.T) {
 		completions := 0
 		for _, idx := range seq {
 			f := wire.Frame{Split: true, SplitID: 3, SplitCount: uint32(slices.Max(seq) + 1), SplitIndex: idx, Payload: []byte{byte(idx)}}
-			whole, err := a.add(&f, t0)
+			_, done, err := a.add(&f, t0)
 			if err != nil {
 				t.Fatalf("add: got error %v, want nil", err)
 			}
-			if whole != nil {
+			if done {
 				completions++
 			}
 		}
@@ -656,8 +656,8 @@ func TestSplitShapeMismatch(t *testing.T) {
 	if !errors.Is(err, errSplitShape) {
 		t.Errorf("HandleDatagram: got error %v, want %v", err, errSplitShape)
 	}
-	if m := b.rcv.asm.list[0]; m.received != 1 || len(m.parts) != 3 {
-		t.Errorf("message in progress: got %d received of %d, want 1 of 3", m.received, len(m.parts))
+	if m := b.rcv.asm.list[0]; m.received != 1 || m.count != 3 {
+		t.Errorf("message in progress: got %d received of %d, want 1 of 3", m.received, m.count)
 	}
 }
 

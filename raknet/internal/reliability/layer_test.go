@@ -24,7 +24,7 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	cfg.Deliver = func(m []byte) bool {
+	cfg.Deliver = func(m []byte, _ bool) bool {
 		p.got = append(p.got, append([]byte(nil), m...))
 		return false
 	}
@@ -138,8 +138,8 @@ func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
 // message for a reader that consumes them all each step, and is charged
 // to b if it is not nil.
 func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), datagrams *int, r *Layer) {
-	deliver := func([]byte) bool { return keep }
-	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: func([]byte) bool { return false }}, t0)
+	deliver := func([]byte, bool) bool { return keep }
+	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: func([]byte, bool) bool { return false }}, t0)
 	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver, Budget: b}, t0)
 	p := make([]byte, 100)
 	buf := make([]byte, 0, testMaxDatagram)

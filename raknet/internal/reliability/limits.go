@@ -81,7 +81,7 @@ const (
 	initialSentSlots = 4
 	// minFifo is the smallest ring a frame queue grows to, and
 	// maxIdleFifo the largest a drained one keeps.
-	minFifo     = 16
+	minFifo     = 4
 	maxIdleFifo = 1024
 	// minReorderWindow is the least time an unacknowledged datagram
 	// older than an acknowledged one is given before it is deemed lost.
@@ -206,4 +206,10 @@ const (
 	slotSize = 24
 	// minOrderRing is the smallest ordering ring a channel allocates.
 	minOrderRing = 8
+	// maxDirectSplit is the largest split message reassembled straight
+	// into one buffer, allocated whole on its first fragment. A larger
+	// one is kept fragment by fragment, as it arrives: one datagram must
+	// not make the receiver allocate (and zero) much more than it
+	// carries, whatever was reserved for the message.
+	maxDirectSplit = 64 << 10
 )

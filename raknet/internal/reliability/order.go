@@ -49,21 +49,24 @@ func (o *orderChannels) get(channel uint8) *orderChannel {
 // sink takes delivered messages while it has room for them.
 type sink interface {
 	fits(size int) bool
-	deliver(msg []byte)
+	// deliver takes msg; owned reports that it is the caller's to keep,
+	// else it is valid only during the call.
+	deliver(msg []byte, owned bool)
 }
 
 // ordered handles a reliable-ordered message: it is delivered to s, then
 // every queued message it unblocks, in order, while s has room; the rest
 // wait in the queue, the one the channel delivers next included, until
 // drain is called. Messages from the past are dropped. p is copied when
-// queued.
+// queued unless owned is set: it is then the layer's own buffer (a
+// reassembled message), kept as it is and handed on as owned.
 //
 // The byte cap is enforced by admit, before a frame is acknowledged, not
 // here: a split message admitted fragment by fragment completes into the
 // queue even when the queue filled meanwhile, because its fragments were
 // acknowledged and the sender will never send it again. admit counts the
 // bytes held for reassembly, so the queue still stays within its cap.
-func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, s sink) error {
+func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, owned bool, s sink) error {
 	c := o.get(channel)
 	abs := unwrap(c.expected, idx)
 	switch {
@@ -71,7 +74,7 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, s sink
 		return nil
 	case abs == c.expected && s.fits(len(p)):
 		c.expected++
-		s.deliver(p)
+		s.deliver(p, owned)
 		if c.queued > 0 {
 			o.drain(c, s)
 		}
@@ -97,7 +100,10 @@ func (o *orderChannels) ordered(channel uint8, idx wire.Uint24, p []byte, s sink
 	if *slot != nil {
 		return nil
 	}
-	*slot = append([]byte(nil), p...)
+	if !owned {
+		p = append([]byte(nil), p...)
+	}
+	*slot = p
 	c.queued++
 	o.bytes += len(p)
 	return nil
@@ -116,7 +122,9 @@ func (o *orderChannels) drain(c *orderChannel, s sink) {
 		c.queued--
 		o.bytes -= len(m)
 		c.expected++
-		s.deliver(m)
+		// The queue's copy, or a reassembled message: the sink keeps it
+		// without copying it again.
+		s.deliver(m, true)
 	}
 	if c.queued == 0 && len(c.ring) > 0 {
 		// Give the ring back once nothing waits: a burst of reordering

@@ -16,6 +16,7 @@ type receivedTracker struct {
 	high  uint64 // highest datagram number received + 1
 	acks  intervalSet
 	first time.Time // when the oldest pending ACK arrived
+	last  time.Time // when the last ACK left
 	count int       // datagrams acknowledged since the last ACK left
 	delay time.Duration
 	// repeat holds the ranges of the last ACK, sent again with the next;
@@ -96,6 +97,13 @@ func (t *receivedTracker) ackNow() {
 	}
 }
 
+// dense reports whether an ACK left within the ACK delay before now: the
+// peer's datagrams come faster than the delay, so pending ACKs are worth
+// holding back for the ones that follow.
+func (t *receivedTracker) dense(now time.Time) bool {
+	return !t.last.IsZero() && now.Sub(t.last) < t.delay
+}
+
 // deadline returns when pending ACKs are due, or the zero time.
 func (t *receivedTracker) deadline(now time.Time) time.Time {
 	switch {
@@ -117,6 +125,7 @@ func (t *receivedTracker) appendAck(b []byte, now time.Time, limit int, scratch 
 	t.repeat = append(t.repeat[:0], t.fresh...)
 	b = t.acks.appendAck(b, false, limit, scratch, nil)
 	t.sent++
+	t.last = now
 	if t.acks.empty() {
 		t.count = 0
 	} else {

@@ -17,7 +17,7 @@ type receiver struct {
 	relWin seqWindow
 	order  orderChannels
 	asm    assembler
-	out    func(msg []byte) bool
+	out    func(msg []byte, owned bool) bool
 	held   heldBudget
 	// delivering is set during a call of out; redrain records that a
 	// message was consumed meanwhile, so the waiting heads are drained
@@ -57,37 +57,39 @@ func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
 			return nil
 		}
 	}
+	owned := false
 	if f.Split {
-		whole, err := r.asm.add(f, now)
-		if err != nil || whole == nil {
+		whole, done, err := r.asm.add(f, now)
+		if err != nil || !done {
 			return err
 		}
 		// The message takes the reliability and ordering of its first
 		// fragment, whatever the completing one claims, as its cost was
-		// counted.
-		f, rel = whole, whole.Reliability
+		// counted. Its buffer is new and handed on as it is.
+		f, rel, owned = &whole, whole.Reliability, true
 	}
 	switch {
 	case rel.Sequenced():
 		if r.order.sequenced(f.OrderChannel, f.OrderIndex, f.SequenceIndex) {
-			r.deliver(f.Payload)
+			r.deliver(f.Payload, owned)
 		}
 		return nil
 	case rel.Ordered():
-		return r.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, r)
+		return r.order.ordered(f.OrderChannel, f.OrderIndex, f.Payload, owned, r)
 	}
-	r.deliver(f.Payload)
+	r.deliver(f.Payload, owned)
 	return nil
 }
 
 // fits reports whether a message of size bytes may be delivered now.
 func (r *receiver) fits(size int) bool { return r.held.fits(size) }
 
-// deliver hands p to the application, counting it as held if kept.
-func (r *receiver) deliver(p []byte) {
+// deliver hands p to the application, counting it as held if kept;
+// owned reports that p is the application's to keep without a copy.
+func (r *receiver) deliver(p []byte, owned bool) {
 	r.delivered++
 	r.delivering = true
-	kept := r.out(p)
+	kept := r.out(p, owned)
 	r.delivering = false
 	if kept {
 		r.held.take(len(p))

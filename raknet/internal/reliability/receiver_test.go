@@ -15,7 +15,7 @@ func TestReceiver(t *testing.T) {
 	cfg := Config{MaxDatagram: testMaxDatagram}
 	cfg.fill()
 	var got []string
-	cfg.Deliver = func(m []byte) bool {
+	cfg.Deliver = func(m []byte, _ bool) bool {
 		got = append(got, string(m))
 		return false
 	}
@@ -58,7 +58,7 @@ func TestReceiverWaitsForRoom(t *testing.T) {
 	cfg := Config{MaxDatagram: testMaxDatagram, MaxHeldMessages: 1}
 	cfg.fill()
 	var got [][]byte
-	cfg.Deliver = func(m []byte) bool {
+	cfg.Deliver = func(m []byte, _ bool) bool {
 		got = append(got, append([]byte(nil), m...))
 		return true
 	}

@@ -18,6 +18,13 @@ type sentHandler struct {
 	cc    congestion
 	nacks nackBudget
 	lost  uint64 // datagrams NACKed, skipped or timed out
+	// waiting counts the datagrams in flight that carry frames waiting
+	// for their acknowledgement (reliable ones, receipts). Only those
+	// need the RTO: a datagram of unreliable frames alone, such as a
+	// pong, has nothing to resend, so the connection does not wake for
+	// it; it leaves the window on a later pass if it is never
+	// acknowledged.
+	waiting int
 	// badAcks counts ACKs and NACKs refused whole by sentHistory.check,
 	// nacksIgnored the datagrams NACKed beyond the NACK budget.
 	badAcks, nacksIgnored uint64
@@ -70,6 +77,9 @@ func (h *sentHandler) canSend(size int) bool {
 // sent records datagram s of size bytes, just packed, as in flight.
 func (h *sentHandler) sent(s *sentDatagram, size int, now time.Time) {
 	s.inFlight, s.size, s.sentAt = true, size, now
+	if len(s.frames) > 0 {
+		h.waiting++
+	}
 	h.cc.onSent(size)
 }
 
@@ -185,6 +195,15 @@ func (h *sentHandler) onTimers(now time.Time, q *sendQueue) {
 		if now.Before(s.sentAt.Add(rto)) {
 			break
 		}
+		if len(s.frames) == 0 {
+			// Nothing waits for it: its bytes leave the window, without
+			// a congestion event or backoff. A peer that acknowledges on
+			// a tick (go-raknet every 100 ms) would otherwise collapse
+			// the window with every pong it has not acknowledged yet.
+			s.inFlight, s.late = false, true
+			h.cc.onTimedOut(s.size)
+			continue
+		}
 		h.lose(n, s, now, false, q)
 		s.late = true
 		timedOut = true
@@ -197,8 +216,11 @@ func (h *sentHandler) onTimers(now time.Time, q *sendQueue) {
 }
 
 // rtoDeadline returns when the oldest datagram in flight times out, or
-// the zero time.
+// the zero time while none in flight carries frames waiting for an ACK.
 func (h *sentHandler) rtoDeadline() time.Time {
+	if h.waiting == 0 {
+		return time.Time{}
+	}
 	if s := h.hist.firstInFlight(); s != nil {
 		return s.sentAt.Add(h.rtt.rto())
 	}
@@ -212,6 +234,7 @@ func (h *sentHandler) rtoDeadline() time.Time {
 // caller clears them: a NACK says the datagram did not arrive.
 func (h *sentHandler) lose(n uint64, s *sentDatagram, now time.Time, congestionEvent bool, q *sendQueue) {
 	h.lost++
+	h.unwait(s)
 	for _, ref := range s.frames {
 		if !ref.live() || ref.f.dgram != n {
 			continue
@@ -248,6 +271,7 @@ func (h *sentHandler) ack(s *sentDatagram, q *sendQueue) {
 	// datagrams without resent frames (Karn's rule), taken per ACK in
 	// onAck.
 	h.rtt.backoff = 0
+	h.unwait(s)
 	for _, ref := range s.frames {
 		if ref.live() {
 			q.acked(ref.f)
@@ -256,4 +280,12 @@ func (h *sentHandler) ack(s *sentDatagram, q *sendQueue) {
 	s.frames = s.frames[:0]
 	s.inFlight = false
 	h.cc.onAcked(s.size, s.sentAt)
+}
+
+// unwait takes datagram s, in flight, out of the count of those waited
+// for.
+func (h *sentHandler) unwait(s *sentDatagram) {
+	if len(s.frames) > 0 {
+		h.waiting--
+	}
 }

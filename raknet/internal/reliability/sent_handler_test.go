@@ -638,3 +638,43 @@ func BenchmarkAck(b *testing.B) {
 		}
 	})
 }
+
+// A datagram of unreliable frames alone arms no RTO: nothing waits for
+// its ACK, so an idle connection whose peer acknowledges on a slow tick
+// does not wake for its pongs. Left unacknowledged past the RTO, it
+// leaves the window on the next pass without a congestion event or
+// backoff, and its late ACK is still taken; a reliable datagram keeps its
+// RTO.
+func TestUnreliableDatagramArmsNoRTO(t *testing.T) {
+	p := newTestPeer(t, Config{})
+	mustSend(t, p.Layer, t0, []byte{0x03, 1, 2, 3}, wire.Unreliable, 0)
+	if got := len(drain(p.Layer, t0)); got != 1 {
+		t.Fatalf("got %d datagrams, want 1", got)
+	}
+	if d := p.NextDeadline(t0); !d.IsZero() {
+		t.Fatalf("deadline after an unreliable datagram: got %v, want none", d.Sub(t0))
+	}
+	window := p.Stats().Window
+	later := t0.Add(10 * InitialRTO)
+	drain(p.Layer, later)
+	st := p.Stats()
+	if st.InFlight != 0 || st.Window != window || st.DatagramsLost != 0 || p.sent.rtt.backoff != 0 {
+		t.Errorf("after its RTO: got %d in flight, window %d, %d lost, backoff %d, want 0, %d, 0, 0", st.InFlight, st.Window, st.DatagramsLost, p.sent.rtt.backoff, window)
+	}
+	// Its ACK, late, is taken without complaint.
+	ack := wire.Ack{Ranges: []wire.AckRange{{Start: 0, End: 0}}}
+	mustHandle(t, p.Layer, later, ack.Append(nil))
+
+	mustSend(t, p.Layer, later, []byte{0xfe, 1}, wire.Reliable, 0)
+	drain(p.Layer, later)
+	if d := p.NextDeadline(later); d.IsZero() || d.Sub(later) != p.sent.rtt.rto() {
+		t.Errorf("deadline after a reliable datagram: got %v, want the RTO %v", d.Sub(later), p.sent.rtt.rto())
+	}
+	if p.sent.waiting != 1 {
+		t.Errorf("got %d datagrams waited for, want 1", p.sent.waiting)
+	}
+	drain(p.Layer, later.Add(p.sent.rtt.rto()))
+	if p.sent.waiting != 1 || p.Stats().DatagramsLost != 1 {
+		t.Errorf("after the reliable one's RTO: got %d waited for, %d lost, want 1 (its resend), 1", p.sent.waiting, p.Stats().DatagramsLost)
+	}
+}

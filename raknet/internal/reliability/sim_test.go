@@ -129,7 +129,7 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 	for i := range 2 {
 		c := cfg
 		c.MaxDatagram = s.p.maxDatagram
-		c.Deliver = func(msg []byte) bool {
+		c.Deliver = func(msg []byte, _ bool) bool {
 			if s.onDeliver != nil {
 				return s.onDeliver(i, msg)
 			}
