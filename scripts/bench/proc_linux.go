@@ -88,7 +88,7 @@ func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 // udpCounters are the kernel's UDP counters of the network namespace, from
 // /proc/net/snmp: every socket's, the clients' too.
 type udpCounters struct {
-	InDatagrams, InErrors, RcvbufErrors, OutDatagrams int64
+	InDatagrams, InErrors, RcvbufErrors, MemErrors, OutDatagrams int64
 }
 
 // readUDPCounters reads the Udp lines of /proc/net/snmp.
@@ -123,6 +123,8 @@ func readUDPCounters() (udpCounters, error) {
 			c.InErrors = v
 		case "RcvbufErrors":
 			c.RcvbufErrors = v
+		case "MemErrors":
+			c.MemErrors = v
 		case "OutDatagrams":
 			c.OutDatagrams = v
 		}

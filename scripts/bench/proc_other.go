@@ -23,7 +23,7 @@ func isStatsSignal(os.Signal) bool { return false }
 func terminate(p *os.Process) error { return p.Signal(os.Interrupt) }
 
 type udpCounters struct {
-	InDatagrams, InErrors, RcvbufErrors, OutDatagrams int64
+	InDatagrams, InErrors, RcvbufErrors, MemErrors, OutDatagrams int64
 }
 
 func readUDPCounters() (udpCounters, error) { return udpCounters{}, errNoProc }

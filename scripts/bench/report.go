@@ -60,6 +60,17 @@ func fmtRatio(x float64) string {
 	return fmt.Sprintf("%.2fx", x)
 }
 
+// isCount reports whether rw counts events (drops, failures), whose
+// ratio means nothing: 0 against 3 is no speed-up.
+func isCount(rw row) bool {
+	for _, suffix := range []string{".late", ".drops", ".rcvbuf", ".inerr", ".memerr", ".fail"} {
+		if strings.HasSuffix(rw.key, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // aggregate combines row rw over the runs.
 func aggregate(rw row, runs []runRecords) figure {
 	var f figure
@@ -75,14 +86,19 @@ func aggregate(rw row, runs []runRecords) figure {
 		if g.has && !g.word() {
 			gn = append(gn, g.v)
 		}
-		if x, ok := ratio(b, g); ok {
+		if x, ok := ratio(b, g); ok && !isCount(rw) {
 			f.ratios = append(f.ratios, x)
 		}
 	}
 	side := func(im impl, nums []float64) (val, string) {
 		if len(nums) > 0 {
-			v := num(median(nums))
+			v := num(median(slices.Clone(nums)))
 			s := fmt.Sprintf(rw.format, v.v)
+			if isCount(rw) && len(runs) > 1 {
+				// Counts: the median and every run's, as a single
+				// bad run is what they are there to show.
+				s += " [" + strings.Trim(fmt.Sprint(nums), "[]") + "]"
+			}
 			if len(nums) < len(runs) {
 				s += fmt.Sprintf(" (%d/%d runs)", len(nums), len(runs))
 			}

@@ -482,6 +482,7 @@ func tableRows(cfg *runConfig) []row {
 			row{k, k + ".drops", fmt.Sprintf("%d clients: kernel drops at the server socket", n), "%.0f", nil},
 			row{k, k + ".rcvbuf", fmt.Sprintf("%d clients: UDP RcvbufErrors, all sockets", n), "%.0f", nil},
 			row{k, k + ".inerr", fmt.Sprintf("%d clients: UDP InErrors, all sockets", n), "%.0f", nil},
+			row{k, k + ".memerr", fmt.Sprintf("%d clients: UDP MemErrors, all sockets", n), "%.0f", nil},
 			row{k, k + ".ok", fmt.Sprintf("%d clients: connections that survived", n), "", survives},
 		)
 	}

@@ -340,15 +340,17 @@ func phaseTick(n int) func(*runConfig, impl, *record) error {
 		r.set(key+".drops", num(float64(s1.drops-s0.drops)))
 		r.set(key+".rcvbuf", num(float64(s1.udp.RcvbufErrors-s0.udp.RcvbufErrors)))
 		r.set(key+".inerr", num(float64(s1.udp.InErrors-s0.udp.InErrors)))
+		r.set(key+".memerr", num(float64(s1.udp.MemErrors-s0.udp.MemErrors)))
 		r.set(key+".ok", note(fmt.Sprintf("%d/%d", len(live)-died, n)))
 		r.setOK(key+".ok", died == 0 && len(live) == n && bad == 0)
 		r.logf("%d clients x %d B every %v for %v: server CPU %v (%.1f%% of a core), client CPU %.0f%% of a core; "+
 			"%.1f ticks/s per client sent; server datagrams in %d out %d (%.1f + %.1f /s per client); round trips %v, %d unanswered within %v, %d bad; "+
-			"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d",
+			"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d MemErrors %d",
 			len(live), tickSize, tickInterval, wall.Round(time.Millisecond), cpu, 100*cpu.Seconds()/wall.Seconds(),
 			100*(s1.client-s0.client).Seconds()/wall.Seconds(),
 			float64(sent)/per, in, out, float64(in)/per, float64(out)/per, l, unanswered, cfg.tickGrace, bad,
-			s1.drops-s0.drops, s1.udp.RcvbufErrors-s0.udp.RcvbufErrors, s1.udp.InErrors-s0.udp.InErrors)
+			s1.drops-s0.drops, s1.udp.RcvbufErrors-s0.udp.RcvbufErrors, s1.udp.InErrors-s0.udp.InErrors,
+			s1.udp.MemErrors-s0.udp.MemErrors)
 		return nil
 	}
 }
