@@ -239,6 +239,7 @@ func cmdRun(args []string) error {
 	ticks := fs.String("tick-clients", "100,1000", "client counts of the game-tick phases (tickN)")
 	tickDur := fs.Duration("tick-duration", 0, "measured length of each game-tick phase (default 3s, quick 2s)")
 	perAddr := fs.Int("tick-per-addr", 100, "game-tick clients per source address (127.0.1.1, 127.0.1.2, ...)")
+	echoN := fs.Int("echo-n", 0, "echoes of the echo phase (default 2000, quick 500)")
 	runs := fs.Int("runs", 1, "repeat every phase this many times and report medians")
 	markdown := fs.Bool("markdown", false, "print the results as markdown tables")
 	profDir := fs.String("cpuprofile", "", "write CPU profiles of the echo and game-tick servers into this directory")
@@ -273,6 +274,9 @@ func cmdRun(args []string) error {
 	}
 	if *tickDur > 0 {
 		cfg.tickDur = *tickDur
+	}
+	if *echoN > 0 {
+		cfg.echoN = *echoN
 	}
 	if *profDir != "" {
 		dir, err := filepath.Abs(*profDir)
