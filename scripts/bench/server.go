@@ -348,14 +348,6 @@ func cmdServer(args []string) error {
 	}
 }
 
-// resultLine is "NAME ok" or "NAME error MESSAGE" for a command's outcome.
-func resultLine(name string, err error) string {
-	if err != nil {
-		return name + " error " + err.Error()
-	}
-	return name + " ok"
-}
-
 // readControl answers control commands from r until it ends.
 func readControl(r io.Reader, s *server, say func(string)) error {
 	sc := bufio.NewScanner(r)
@@ -383,4 +375,12 @@ func readControl(r io.Reader, s *server, say func(string)) error {
 		return err
 	}
 	return nil
+}
+
+// resultLine is "NAME ok" or "NAME error MESSAGE" for a command's outcome.
+func resultLine(name string, err error) string {
+	if err != nil {
+		return name + " error " + err.Error()
+	}
+	return name + " ok"
 }

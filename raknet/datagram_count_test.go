@@ -27,27 +27,27 @@ import (
 // is acknowledged on its own 5 ms after it arrives
 // (reliability.DefaultAckDelay).
 
-// exchangeDelay is the simulated one-way delay: a LAN-like round trip of
+// countDelay is the simulated one-way delay: a LAN-like round trip of
 // 20 ms, far above the ACK delay, so ACKs are not held up by it.
-const exchangeDelay = 10 * time.Millisecond
+const countDelay = 10 * time.Millisecond
 
-// sideCount is one side's datagrams by kind.
-type sideCount struct{ data, ack, nack int }
+// kindCount is one side's datagrams by kind.
+type kindCount struct{ data, ack, nack int }
 
-func (c sideCount) total() int { return c.data + c.ack + c.nack }
+func (c kindCount) total() int { return c.data + c.ack + c.nack }
 
-func (c sideCount) minus(o sideCount) sideCount {
-	return sideCount{c.data - o.data, c.ack - o.ack, c.nack - o.nack}
+func (c kindCount) minus(o kindCount) kindCount {
+	return kindCount{c.data - o.data, c.ack - o.ack, c.nack - o.nack}
 }
 
-// tally counts the datagrams crossing a simulated network by side and
+// datagramTally counts the datagrams crossing a simulated network by side and
 // kind.
-type tally struct {
+type datagramTally struct {
 	mu             sync.Mutex
-	client, server sideCount
+	client, server kindCount
 }
 
-func (t *tally) see(from netip.AddrPort, b []byte) {
+func (t *datagramTally) see(from netip.AddrPort, b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := &t.client
@@ -65,21 +65,21 @@ func (t *tally) see(from netip.AddrPort, b []byte) {
 	}
 }
 
-func (t *tally) get() (client, server sideCount) {
+func (t *datagramTally) get() (client, server kindCount) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.client, t.server
 }
 
-// exchangeEnv connects a client and a server on a simulated network with
-// exchangeDelay each way and keepalive pings far apart, so only the
+// countEnv connects a client and a server on a simulated network with
+// countDelay each way and keepalive pings far apart, so only the
 // exchanges' own datagrams are counted.
-func exchangeEnv(t *testing.T) (e *simEnv, client, server *Conn, n *tally) {
+func countEnv(t *testing.T) (e *simEnv, client, server *Conn, n *datagramTally) {
 	t.Helper()
 	lc := ListenConfig{PingInterval: 30 * time.Second, Timeout: time.Minute}
 	e = newSimEnv(t, simnet.Config{Seed: 1}, lc, Dialer{PingInterval: 30 * time.Second, Timeout: time.Minute})
-	n = &tally{}
-	e.n.SetConditions(simnet.Conditions{Delay: exchangeDelay, Drop: func(from, _ netip.AddrPort, b []byte) bool {
+	n = &datagramTally{}
+	e.n.SetConditions(simnet.Conditions{Delay: countDelay, Drop: func(from, _ netip.AddrPort, b []byte) bool {
 		n.see(from, b)
 		return false
 	}})
@@ -87,9 +87,9 @@ func exchangeEnv(t *testing.T) (e *simEnv, client, server *Conn, n *tally) {
 	return e, client, server, n
 }
 
-// exchange sends a 100 B request from client, echoes it from server and
+// echoExchange sends a 100 B request from client, echoes it from server and
 // reads the answer.
-func exchange(t *testing.T, i int, client, server *Conn) {
+func echoExchange(t *testing.T, i int, client, server *Conn) {
 	t.Helper()
 	req := simMessage(i, 100)
 	if _, err := client.Write(req); err != nil {
@@ -114,16 +114,16 @@ func exchange(t *testing.T, i int, client, server *Conn) {
 // One exchange on a quiet connection, counted until everything has been
 // acknowledged: the request and the response are one data datagram each,
 // and each side acknowledges the other's on its own.
-func TestExchangeDatagrams(t *testing.T) {
+func TestEchoExchangeDatagrams(t *testing.T) {
 	// want is today's count for each side: one data datagram, one ACK.
-	want := sideCount{data: 1, ack: 1}
+	want := kindCount{data: 1, ack: 1}
 	const exchanges = 5
 	synctest.Test(t, func(t *testing.T) {
-		_, client, server, n := exchangeEnv(t)
+		_, client, server, n := countEnv(t)
 		time.Sleep(time.Second) // the handshake's ACKs settle
 		for i := range exchanges {
 			c0, s0 := n.get()
-			exchange(t, i, client, server)
+			echoExchange(t, i, client, server)
 			time.Sleep(time.Second) // every ACK is out
 			synctest.Wait()
 			c1, s1 := n.get()
@@ -137,7 +137,7 @@ func TestExchangeDatagrams(t *testing.T) {
 }
 
 // A tick stream: an exchange every 50 ms for 2 s, counted as a whole.
-func TestExchangeDatagramsTicks(t *testing.T) {
+func TestEchoExchangeDatagramsTicks(t *testing.T) {
 	const (
 		ticks = 40
 		tick  = 50 * time.Millisecond
@@ -146,12 +146,12 @@ func TestExchangeDatagramsTicks(t *testing.T) {
 		maxACKs = ticks
 	)
 	synctest.Test(t, func(t *testing.T) {
-		_, client, server, n := exchangeEnv(t)
+		_, client, server, n := countEnv(t)
 		time.Sleep(time.Second)
 		c0, s0 := n.get()
 		start := time.Now()
 		for i := range ticks {
-			exchange(t, i, client, server)
+			echoExchange(t, i, client, server)
 			time.Sleep(time.Until(start.Add(time.Duration(i+1) * tick)))
 		}
 		time.Sleep(time.Second)
@@ -161,7 +161,7 @@ func TestExchangeDatagramsTicks(t *testing.T) {
 		t.Logf("%d exchanges: client sent %+v, server %+v", ticks, c, s)
 		for _, side := range []struct {
 			name string
-			got  sideCount
+			got  kindCount
 		}{{"client", c}, {"server", s}} {
 			if side.got.data != ticks || side.got.ack > maxACKs || side.got.nack != 0 {
 				t.Errorf("%s: got %+v, want %d data datagrams, at most %d ACKs, no NACK", side.name, side.got, ticks, maxACKs)
