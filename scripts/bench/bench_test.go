@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -152,6 +155,10 @@ func testEcho(t *testing.T, srv, cli impl) {
 			t.Fatalf("echo %d B: got %d round trips, want 20", size, len(rtts))
 		}
 	}
+	// Every echo is at least one datagram each way.
+	if in, out := s.datagrams(); in < 60 || out < 60 {
+		t.Fatalf("server datagrams: got %d in, %d out, want at least 60 each", in, out)
+	}
 }
 
 func testSink(t *testing.T, srv, cli impl) {
@@ -192,5 +199,83 @@ func TestStatusOf(t *testing.T) {
 		if got := statusOf(tc.err); got != tc.want {
 			t.Errorf("statusOf(%v): got %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	got, err := parseCounts("100, 1000,")
+	if err != nil || fmt.Sprint(got) != "[100 1000]" {
+		t.Fatalf("got %v, %v, want [100 1000], nil", got, err)
+	}
+	for _, bad := range []string{"x", "0", "-5", "70000"} {
+		if _, err := parseCounts(bad); err == nil {
+			t.Errorf("parseCounts(%q): got nil, want an error", bad)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}}
+	for _, tc := range tests {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v): got %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The table takes each implementation's median and the median of the
+// ratios within each run, and says how many runs measured a number.
+func TestAggregate(t *testing.T) {
+	rw := row{phase: "echo", key: "echo.p50", format: "%.0f"}
+	mk := func(b, g val) runRecords {
+		recs := runRecords{}
+		for im, v := range map[impl]val{implBasalt: b, implGoRakNet: g} {
+			recs[im] = &record{im: im, m: map[string]val{rw.key: v}, status: map[string]string{}}
+		}
+		return recs
+	}
+	runs := []runRecords{mk(num(10), num(20)), mk(num(30), num(20)), mk(num(20), val{has: true, s: "died"})}
+	f := aggregate(rw, runs)
+	if f.bs != "20" || f.gs != "20 (2/3 runs)" {
+		t.Errorf("cells: got %q, %q, want \"20\", \"20 (2/3 runs)\"", f.bs, f.gs)
+	}
+	if len(f.ratios) != 3 || f.ratios[0] != 0.5 || f.ratios[1] != 1.5 || !math.IsInf(f.ratios[2], 1) {
+		t.Fatalf("ratios: got %v, want [0.5 1.5 +Inf]", f.ratios)
+	}
+	if x, ok := f.medianRatio(); !ok || x != 1.5 {
+		t.Errorf("median ratio: got %v, %v, want 1.5, true", x, ok)
+	}
+	// A word only: the failing run is shown.
+	rw = row{phase: "multi", key: "multi.ok", target: survives}
+	bad := false
+	fail := mk(val{s: "9/10", ok: &bad}, note("10/10"))
+	f = aggregate(rw, []runRecords{mk(note("yes"), note("yes")), fail})
+	if f.bs != "9/10" || verdict(rw, f) != "FAIL" {
+		t.Errorf("got %q, %s, want \"9/10\", FAIL", f.bs, verdict(rw, f))
+	}
+}
+
+func TestSocketDrops(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc/net/udp")
+	}
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	if n, err := socketDrops(port); err != nil || n != 0 {
+		t.Fatalf("got %d, %v, want 0, nil", n, err)
+	}
+	_ = pc.Close()
+	if _, err := socketDrops(port); err == nil {
+		t.Fatal("closed socket: got nil, want an error")
+	}
+	if _, err := readUDPCounters(); err != nil {
+		t.Fatalf("UDP counters: %v", err)
 	}
 }

@@ -142,6 +142,36 @@ func (c *child) liveHeap() (int64, error) {
 // closes returns the child's count of ended connections by reason.
 func (c *child) closes() (map[string]int64, error) { return c.query("closes", "closes ") }
 
+// datagrams returns how many datagrams the child's server has received
+// and sent (see server.datagrams).
+func (c *child) datagrams() (in, out int64, err error) {
+	m, err := c.query("dgrams", "dgrams ")
+	return m["in"], m["out"], err
+}
+
+// startProfile has the child write a CPU profile to path until
+// stopProfile.
+func (c *child) startProfile(path string) error { return c.command("profile "+path, "profile ") }
+
+// stopProfile has the child finish its CPU profile.
+func (c *child) stopProfile() error { return c.command("profile stop", "profile ") }
+
+// command sends a control command answered by "PREFIX ok" or
+// "PREFIX error MESSAGE".
+func (c *child) command(cmd, prefix string) error {
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		return err
+	}
+	l, err := c.line(prefix)
+	if err != nil {
+		return err
+	}
+	if l != "ok" {
+		return fmt.Errorf("%s: %s", cmd, l)
+	}
+	return nil
+}
+
 func (c *child) cpu() (time.Duration, error) { return procCPU(c.pid) }
 
 func (c *child) rss() (int64, error) { return procRSS(c.pid) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -71,9 +72,47 @@ func (l goListener) accept() (packetConn, error) {
 	return c.(*goraknet.Conn), nil
 }
 
+// countingConn counts the datagrams a go-raknet listener reads and writes.
+// go-raknet uses its socket only through net.PacketConn, so the wrapper
+// changes nothing else about it.
+type countingConn struct {
+	net.PacketConn
+	in, out atomic.Uint64
+}
+
+func (c *countingConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := c.PacketConn.ReadFrom(b)
+	if err == nil {
+		c.in.Add(1)
+	}
+	return n, addr, err
+}
+
+func (c *countingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	n, err := c.PacketConn.WriteTo(b, addr)
+	if err == nil {
+		c.out.Add(1)
+	}
+	return n, err
+}
+
+// countingListener is a go-raknet UpstreamPacketListener that wraps the
+// socket in a countingConn.
+type countingListener struct{ c *countingConn }
+
+func (l *countingListener) ListenPacket(network, address string) (net.PacketConn, error) {
+	pc, err := net.ListenPacket(network, address)
+	if err != nil {
+		return nil, err
+	}
+	l.c = &countingConn{PacketConn: pc}
+	return l.c, nil
+}
+
 // listen opens a listener of implementation im on addr with the bench pong
-// data.
-func listen(im impl, addr string) (packetListener, error) {
+// data. For go-raknet it also returns the counter of its socket's
+// datagrams.
+func listen(im impl, addr string) (packetListener, *countingConn, error) {
 	switch im {
 	case implBasalt:
 		// Every bench client comes from 127.0.0.1, and the phases measure
@@ -83,33 +122,48 @@ func listen(im impl, addr string) (packetListener, error) {
 		l, err := raknet.ListenConfig{OfflineRate: -1, OfflineBytes: -1, HandshakesPerIP: -1, MaxConnectionsPerIP: -1,
 			Sockets: basaltSockets}.Listen(addr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		l.PongData(pongData)
-		return basaltListener{l}, nil
+		return basaltListener{l}, nil, nil
 	case implGoRakNet:
 		// Every bench client comes from 127.0.0.1: go-raknet's default of
 		// blocking an IP for 10 s after one bad datagram would turn one
 		// failure into a failure of every later phase.
-		l, err := goraknet.ListenConfig{BlockDuration: -1}.Listen(addr)
+		up := &countingListener{}
+		l, err := goraknet.ListenConfig{BlockDuration: -1, UpstreamPacketListener: up}.Listen(addr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		l.PongData(pongData)
-		return goListener{l}, nil
+		return goListener{l}, up.c, nil
 	}
-	return nil, fmt.Errorf("listen: unknown implementation %q", im)
+	return nil, nil, fmt.Errorf("listen: unknown implementation %q", im)
 }
 
 // dial connects to addr with implementation im's dialer. ctx bounds the
 // handshake.
 func dial(ctx context.Context, im impl, addr string) (packetConn, error) {
+	return dialFrom(ctx, im, addr, netip.Addr{})
+}
+
+// dialFrom is dial from a socket bound to local (any port), or to the
+// default address when local is the zero Addr.
+func dialFrom(ctx context.Context, im impl, addr string, local netip.Addr) (packetConn, error) {
 	switch im {
 	case implBasalt:
 		var d raknet.Dialer
+		if local.IsValid() {
+			d.ListenPacket = func(network, _ string) (net.PacketConn, error) {
+				return net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
+			}
+		}
 		return d.DialContext(ctx, addr)
 	case implGoRakNet:
 		var d goraknet.Dialer
+		if local.IsValid() {
+			d.UpstreamDialer = &net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0))}
+		}
 		if goWarm.Load() {
 			return d.DialContext(ctx, addr)
 		}

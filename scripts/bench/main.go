@@ -3,7 +3,8 @@
 //	go run ./scripts/bench server -addr 127.0.0.1:19132 -mode echo|sink [-impl basalt|goraknet]
 //	go run ./scripts/bench echo -addr 127.0.0.1:19132 -n 1000 -size 100 [-impl basalt|goraknet]
 //	go run ./scripts/bench ping -addr 127.0.0.1:19132 [-impl basalt|goraknet]
-//	go run ./scripts/bench run [-quick] [-idle N] [-duration D] [-phases a,b]
+//	go run ./scripts/bench run [-quick] [-runs N] [-markdown] [-cpuprofile DIR]
+//	    [-idle N] [-duration D] [-tick-clients 100,1000] [-phases a,b]
 //
 // server runs an echo server (every packet is written back) or a sink
 // (packets and bytes are counted per connection; the 4-byte packet
@@ -15,10 +16,15 @@
 // run starts each server implementation as a child process, so that its
 // CPU time and memory can be read from /proc, and drives the same
 // go-raknet client workload against both: unconnected pings, handshakes,
-// echo latency, unpaced streams, many clients, idle connections and the
-// stream and echo through a lossy proxy. It prints a table of both
-// implementations with their ratios and the targets. Progress goes to
-// stderr, the table to stdout. Every phase is bounded in count and time.
+// echo latency, unpaced streams, many clients, idle connections, game
+// ticks (N clients each echoing 1 KiB every 50 ms) and the stream and echo
+// through a lossy proxy. It prints a table of both implementations with
+// their ratios and the targets. With -runs N every phase runs N times and
+// the table shows medians, the ratio being the median of the ratios each
+// run measured; -markdown prints markdown tables, led by the headline
+// figures; -cpuprofile writes the echo and game-tick servers' CPU profiles
+// over their measured spans. Progress goes to stderr, the table to
+// stdout. Every phase is bounded in count and time.
 package main
 
 import (
@@ -64,6 +70,8 @@ func usage() {
   bench server -addr HOST:PORT -mode echo|sink [-impl basalt|goraknet]
   bench echo -addr HOST:PORT -n N -size S [-impl basalt|goraknet] [-window W]
   bench ping -addr HOST:PORT [-impl basalt|goraknet]
-  bench run [-quick] [-idle N] [-duration D] [-phases ping,handshake,...] [-loss 1,5,10]
+  bench run [-quick] [-runs N] [-markdown] [-cpuprofile DIR] [-idle N] [-duration D]
+            [-tick-clients 100,1000] [-tick-duration D] [-tick-per-addr N]
+            [-phases ping,handshake,...] [-loss 1,5,10]
 `)
 }

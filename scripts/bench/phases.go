@@ -317,7 +317,14 @@ func phaseEcho(cfg *runConfig, im impl, r *record) error {
 		r.set("echo.p50", note(statusOf(err)))
 		return fmt.Errorf("warm-up: %w", err)
 	}
+	var prof func()
+	if cfg.profileDir != "" {
+		prof = startProfile(cfg, c, "echo", im, r)
+	}
 	rtts, err := runEcho(rd, echoOpts{N: cfg.echoN, Size: 100, Window: 1, Timeout: 5 * time.Second, Deadline: deadline})
+	if prof != nil {
+		prof()
+	}
 	l := summarise(rtts)
 	r.logf("echo 100 B: %v", l)
 	if err != nil {

@@ -84,3 +84,69 @@ func isStatsSignal(s os.Signal) bool { return s == syscall.SIGUSR1 }
 
 // terminate asks process p to stop.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
+
+// udpCounters are the kernel's UDP counters of the network namespace, from
+// /proc/net/snmp: every socket's, the clients' too.
+type udpCounters struct {
+	InDatagrams, InErrors, RcvbufErrors, MemErrors, OutDatagrams int64
+}
+
+// readUDPCounters reads the Udp lines of /proc/net/snmp.
+func readUDPCounters() (udpCounters, error) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return udpCounters{}, err
+	}
+	var names, values []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Udp: "); ok {
+			if names == nil {
+				names = strings.Fields(rest)
+			} else {
+				values = strings.Fields(rest)
+			}
+		}
+	}
+	if len(names) == 0 || len(names) != len(values) {
+		return udpCounters{}, fmt.Errorf("parse /proc/net/snmp: no Udp counters")
+	}
+	var c udpCounters
+	for i, n := range names {
+		v, err := strconv.ParseInt(values[i], 10, 64)
+		if err != nil {
+			return udpCounters{}, fmt.Errorf("parse /proc/net/snmp %s: %w", n, err)
+		}
+		switch n {
+		case "InDatagrams":
+			c.InDatagrams = v
+		case "InErrors":
+			c.InErrors = v
+		case "RcvbufErrors":
+			c.RcvbufErrors = v
+		case "MemErrors":
+			c.MemErrors = v
+		case "OutDatagrams":
+			c.OutDatagrams = v
+		}
+	}
+	return c, nil
+}
+
+// socketDrops returns the drop counter of the IPv4 UDP socket bound to
+// 127.0.0.1:port, from /proc/net/udp: the datagrams the kernel discarded
+// because that socket's receive buffer was full.
+func socketDrops(port uint16) (int64, error) {
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		return 0, err
+	}
+	want := fmt.Sprintf("0100007F:%04X", port)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 13 || f[1] != want {
+			continue
+		}
+		return strconv.ParseInt(f[len(f)-1], 10, 64)
+	}
+	return 0, fmt.Errorf("no socket 127.0.0.1:%d in /proc/net/udp", port)
+}

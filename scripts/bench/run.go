@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/basaltmc/basalt/integration/proxy"
@@ -51,6 +52,17 @@ type runConfig struct {
 	proxyDelay  time.Duration
 	proxyJitter time.Duration
 	seed        uint64
+
+	tickClients   []int // clients of each game-tick phase
+	tickDur       time.Duration
+	tickSettle    time.Duration
+	tickGrace     time.Duration
+	tickDialLimit time.Duration
+	tickPerAddr   int
+
+	runs       int
+	markdown   bool
+	profileDir string // CPU profiles of the echo and tick servers go here
 }
 
 // val is one measurement: a number, a word ("died", "timeout", "yes") or
@@ -70,6 +82,7 @@ func (v val) word() bool { return v.s != "" }
 // record collects one implementation's measurements and logs progress.
 type record struct {
 	im     impl
+	run    int // 1-based
 	phase  string
 	log    io.Writer
 	mu     sync.Mutex
@@ -101,7 +114,7 @@ func (r *record) logf(format string, args ...any) {
 	r.mu.Lock()
 	phase := r.phase
 	r.mu.Unlock()
-	fmt.Fprintf(r.log, "  [%s %s] %s\n", r.im, phase, fmt.Sprintf(format, args...))
+	fmt.Fprintf(r.log, "  [%s %s #%d] %s\n", r.im, phase, r.run, fmt.Sprintf(format, args...))
 }
 
 // phase is one step of `bench run`, run once per implementation.
@@ -123,12 +136,34 @@ func phases(cfg *runConfig) []phase {
 			return c.idleDialLimit + c.idleSettle + c.idleDur + closeWait + 30*time.Second
 		}, phaseIdle},
 	}
+	for _, n := range cfg.tickClients {
+		ps = append(ps, phase{tickKey(n), func(c *runConfig) time.Duration {
+			return c.tickDialLimit + c.tickSettle + c.tickDur + c.tickGrace + closeWait + 30*time.Second
+		}, phaseTick(n)})
+	}
 	for _, rate := range cfg.lossRates {
 		ps = append(ps, phase{lossKey(rate), func(c *runConfig) time.Duration {
 			return c.lossEchoLim + c.streamDur + c.lossAckWait + 2*lossyDialTimeout + 2*closeWait + 20*time.Second
 		}, phaseLoss(rate)})
 	}
 	return ps
+}
+
+// startProfile has child c write a CPU profile for phase on im into the
+// profile directory and returns the function that ends it.
+func startProfile(cfg *runConfig, c *child, phase string, im impl, r *record) func() {
+	path := filepath.Join(cfg.profileDir, fmt.Sprintf("%s-%s-run%d.pprof", phase, im, r.run))
+	if err := c.startProfile(path); err != nil {
+		r.logf("CPU profile: %v", err)
+		return func() {}
+	}
+	return func() {
+		if err := c.stopProfile(); err != nil {
+			r.logf("CPU profile: %v", err)
+			return
+		}
+		r.logf("CPU profile written to %s", path)
+	}
 }
 
 func streamLimit(c *runConfig) time.Duration { return c.streamDur + c.ackWait + 30*time.Second }
@@ -157,6 +192,23 @@ func runPhase(cfg *runConfig, p phase, r *record) {
 	r.logf("done in %v", time.Since(start).Round(time.Millisecond))
 }
 
+// parseCounts parses a comma-separated list of client counts.
+func parseCounts(s string) ([]int, error) {
+	var counts []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 60000 {
+			return nil, fmt.Errorf("bad client count %q: want 1 to 60000", f)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
 func parseRates(s string) ([]float64, error) {
 	var rates []float64
 	for f := range strings.SplitSeq(s, ",") {
@@ -177,15 +229,25 @@ func parseRates(s string) ([]float64, error) {
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a short run: smaller counts and durations")
-	only := fs.String("phases", "", "comma-separated phases to run (ping,handshake,echo,stream1k,stream64k,multi,idle,loss1,loss5,loss10); empty runs all")
+	only := fs.String("phases", "", "comma-separated phases to run (ping,handshake,echo,stream1k,stream64k,multi,idle,tick100,tick1000,loss1,loss5,loss10); empty runs all")
 	idle := fs.Int("idle", 0, "idle connections to hold (default 5000, quick 1000)")
 	duration := fs.Duration("duration", 0, "length of each timed phase (default 3s, quick 1s)")
 	loss := fs.String("loss", "1,5,10", "loss rates in percent for the proxy phases")
 	delay := fs.Duration("proxy-delay", 5*time.Millisecond, "one-way delay the proxy adds")
 	jitter := fs.Duration("proxy-jitter", 0, "uniform jitter on the proxy delay (reorders)")
 	seedFlag := fs.Uint64("seed", 0, "proxy loss seed (0 picks one; "+proxy.SeedEnv+" also works)")
+	ticks := fs.String("tick-clients", "100,1000", "client counts of the game-tick phases (tickN)")
+	tickDur := fs.Duration("tick-duration", 0, "measured length of each game-tick phase (default 3s, quick 2s)")
+	perAddr := fs.Int("tick-per-addr", 100, "game-tick clients per source address (127.0.1.1, 127.0.1.2, ...)")
+	echoN := fs.Int("echo-n", 0, "echoes of the echo phase (default 2000, quick 500)")
+	runs := fs.Int("runs", 1, "repeat every phase this many times and report medians")
+	markdown := fs.Bool("markdown", false, "print the results as markdown tables")
+	profDir := fs.String("cpuprofile", "", "write CPU profiles of the echo and game-tick servers into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *runs < 1 {
+		return fmt.Errorf("-runs %d: want at least 1", *runs)
 	}
 	cfg := &runConfig{
 		pingDur: 3 * time.Second, pingWindow: 32,
@@ -196,6 +258,9 @@ func cmdRun(args []string) error {
 		idle: 5000, idleDialLimit: 120 * time.Second, idleSettle: 3 * time.Second, idleDur: 10 * time.Second,
 		lossEchoN: 500, lossEchoLim: 150 * time.Second, lossBytes: 32 << 20, lossAckWait: 60 * time.Second,
 		proxyDelay: *delay, proxyJitter: *jitter,
+		tickDur: 3 * time.Second, tickSettle: time.Second, tickGrace: 2 * time.Second,
+		tickDialLimit: 20 * time.Second, tickPerAddr: *perAddr,
+		runs: *runs, markdown: *markdown,
 	}
 	if *quick {
 		cfg.pingDur, cfg.hsDur, cfg.streamDur = time.Second, time.Second, time.Second
@@ -205,6 +270,23 @@ func cmdRun(args []string) error {
 		cfg.idle, cfg.idleDialLimit, cfg.idleSettle, cfg.idleDur = 1000, 40*time.Second, 2*time.Second, 3*time.Second
 		cfg.lossEchoN, cfg.lossEchoLim, cfg.lossBytes = 150, 60*time.Second, 4<<20
 		cfg.ackWait, cfg.lossAckWait, cfg.multiAckWait = 20*time.Second, 30*time.Second, 30*time.Second
+		cfg.tickDur, cfg.tickSettle, cfg.tickGrace = 2*time.Second, 500*time.Millisecond, time.Second
+	}
+	if *tickDur > 0 {
+		cfg.tickDur = *tickDur
+	}
+	if *echoN > 0 {
+		cfg.echoN = *echoN
+	}
+	if *profDir != "" {
+		dir, err := filepath.Abs(*profDir)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		cfg.profileDir = dir
 	}
 	if *idle > 0 {
 		cfg.idle = *idle
@@ -214,6 +296,9 @@ func cmdRun(args []string) error {
 	}
 	var err error
 	if cfg.lossRates, err = parseRates(*loss); err != nil {
+		return err
+	}
+	if cfg.tickClients, err = parseCounts(*ticks); err != nil {
 		return err
 	}
 	cfg.seed = *seedFlag
@@ -243,8 +328,8 @@ func cmdRun(args []string) error {
 	// need file descriptors.
 	if lim, err := raiseNoFile(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: cannot raise RLIMIT_NOFILE: %v\n", err)
-	} else if need := uint64(cfg.idle + 1000); lim < need {
-		fmt.Fprintf(os.Stderr, "bench: RLIMIT_NOFILE is %d, below the %d the idle phase needs; it will hold fewer connections\n", lim, need)
+	} else if need := uint64(max(cfg.idle, slices.Max(append([]int{0}, cfg.tickClients...))) + 1000); lim < need {
+		fmt.Fprintf(os.Stderr, "bench: RLIMIT_NOFILE is %d, below the %d the idle and tick phases need; they will hold fewer connections\n", lim, need)
 	}
 
 	sig := make(chan os.Signal, 1)
@@ -259,34 +344,51 @@ func cmdRun(args []string) error {
 	defer stopChildren()
 
 	fmt.Fprintf(os.Stderr, "bench run: client go-raknet; proxy seed %d; %s\n", cfg.seed, describe(cfg))
-	recs := map[impl]*record{}
-	for _, im := range []impl{implBasalt, implGoRakNet} {
-		recs[im] = &record{im: im, log: os.Stderr, m: map[string]val{}, status: map[string]string{}}
-	}
+	// Each run measures every phase on both implementations, one after
+	// the other, so that a ratio compares figures taken under the same
+	// load on the machine.
+	var runsRecs []runRecords
 	start := time.Now()
-	for _, p := range phases(cfg) {
-		if cfg.phases != nil && !cfg.phases[p.name] {
-			continue
-		}
+	for run := 1; run <= cfg.runs; run++ {
+		recs := runRecords{}
 		for _, im := range []impl{implBasalt, implGoRakNet} {
-			runPhase(cfg, p, recs[im])
+			recs[im] = &record{im: im, run: run, log: os.Stderr, m: map[string]val{}, status: map[string]string{}}
 		}
+		runsRecs = append(runsRecs, recs)
+		for _, p := range phases(cfg) {
+			if cfg.phases != nil && !cfg.phases[p.name] {
+				continue
+			}
+			for _, im := range []impl{implBasalt, implGoRakNet} {
+				runPhase(cfg, p, recs[im])
+			}
+		}
+		fmt.Fprintf(os.Stderr, "bench run: run %d of %d done after %v\n", run, cfg.runs, time.Since(start).Round(time.Second))
 	}
 	fmt.Fprintf(os.Stderr, "bench run: finished in %v\n", time.Since(start).Round(time.Second))
-	printTable(os.Stdout, cfg, recs[implBasalt], recs[implGoRakNet])
+	if cfg.markdown {
+		printMarkdown(os.Stdout, cfg, runsRecs)
+	} else {
+		printTable(os.Stdout, cfg, runsRecs)
+	}
 	return nil
 }
 
+// runRecords are one run's records of both implementations.
+type runRecords map[impl]*record
+
 func describe(cfg *runConfig) string {
-	return fmt.Sprintf("ping %v; handshakes %v (max %d); echo %d; streams %v (1K cap %d MiB, 64K cap %d MiB); %d clients x %d KiB; idle %d for %v; loss %v at %v delay",
-		cfg.pingDur, cfg.hsDur, cfg.hsMax, cfg.echoN, cfg.streamDur, cfg.stream1K>>20, cfg.stream64K>>20,
-		cfg.clients, cfg.clientPackets, cfg.idle, cfg.idleDur, cfg.lossRates, cfg.proxyDelay)
+	return fmt.Sprintf("%d run(s); ping %v; handshakes %v (max %d); echo %d; streams %v (1K cap %d MiB, 64K cap %d MiB); %d clients x %d KiB; idle %d for %v; game tick %v clients for %v; loss %v at %v delay",
+		cfg.runs, cfg.pingDur, cfg.hsDur, cfg.hsMax, cfg.echoN, cfg.streamDur, cfg.stream1K>>20, cfg.stream64K>>20,
+		cfg.clients, cfg.clientPackets, cfg.idle, cfg.idleDur, cfg.tickClients, cfg.tickDur, cfg.lossRates, cfg.proxyDelay)
 }
 
 // target is a goal for basalt shown beside a row.
 type target struct {
 	text  string
 	check func(b, g val) (pass, known bool)
+	// ratio targets are checked against the median of the runs' ratios.
+	ratio bool
 }
 
 func ratioLE(x float64) *target {
@@ -295,7 +397,7 @@ func ratioLE(x float64) *target {
 			return false, false
 		}
 		return b.v/g.v <= x, true
-	}}
+	}, true}
 }
 
 func ratioGE(x float64) *target {
@@ -310,7 +412,7 @@ func ratioGE(x float64) *target {
 			return false, false
 		}
 		return b.v/g.v >= x, true
-	}}
+	}, true}
 }
 
 func absLE(x float64, unit string) *target {
@@ -319,7 +421,7 @@ func absLE(x float64, unit string) *target {
 			return false, b.set()
 		}
 		return b.v <= x, true
-	}}
+	}, false}
 }
 
 var survives = &target{"survives", func(b, _ val) (bool, bool) {
@@ -330,7 +432,7 @@ var survives = &target{"survives", func(b, _ val) (bool, bool) {
 		return *b.ok, true
 	}
 	return b.s == "yes", true
-}}
+}, false}
 
 // row is one line of the table.
 type row struct {
@@ -366,6 +468,28 @@ func tableRows(cfg *runConfig) []row {
 		{"idle", "idle.heap", "live heap per connection (KiB)", "%.2f", nil},
 		{"idle", "idle.gor", "goroutines per connection", "%.2f", nil},
 	}
+	for _, n := range cfg.tickClients {
+		k := tickKey(n)
+		var p99T *target
+		if n >= 1000 {
+			p99T = absLE(10, "ms")
+		}
+		rows = append(rows,
+			row{k, k + ".cpu", fmt.Sprintf("%d clients game tick: server CPU per client (us/s)", n), "%.1f", nil},
+			row{k, k + ".sent", fmt.Sprintf("%d clients: ticks/s per client the clients sent (of 20)", n), "%.1f", nil},
+			row{k, k + ".dg", fmt.Sprintf("%d clients: server datagrams/s per client, in+out", n), "%.1f", nil},
+			row{k, k + ".dgin", fmt.Sprintf("%d clients: datagrams/s per client received", n), "%.1f", nil},
+			row{k, k + ".dgout", fmt.Sprintf("%d clients: datagrams/s per client sent", n), "%.1f", nil},
+			row{k, k + ".p50", fmt.Sprintf("%d clients: tick round trip p50 (ms)", n), "%.2f", nil},
+			row{k, k + ".p99", fmt.Sprintf("%d clients: tick round trip p99 (ms)", n), "%.2f", p99T},
+			row{k, k + ".late", fmt.Sprintf("%d clients: ticks unanswered after the grace", n), "%.0f", nil},
+			row{k, k + ".drops", fmt.Sprintf("%d clients: kernel drops at the server socket", n), "%.0f", nil},
+			row{k, k + ".rcvbuf", fmt.Sprintf("%d clients: UDP RcvbufErrors, all sockets", n), "%.0f", nil},
+			row{k, k + ".inerr", fmt.Sprintf("%d clients: UDP InErrors, all sockets", n), "%.0f", nil},
+			row{k, k + ".memerr", fmt.Sprintf("%d clients: UDP MemErrors, all sockets", n), "%.0f", nil},
+			row{k, k + ".ok", fmt.Sprintf("%d clients: connections that survived", n), "", survives},
+		)
+	}
 	for _, rate := range cfg.lossRates {
 		k, pct := lossKey(rate), rate*100
 		var rateT, p99T *target
@@ -381,68 +505,4 @@ func tableRows(cfg *runConfig) []row {
 		)
 	}
 	return rows
-}
-
-func cell(r *record, rw row) (string, val) {
-	v := r.get(rw.key)
-	switch {
-	case v.word():
-		return v.s, v
-	case v.has:
-		return fmt.Sprintf(rw.format, v.v), v
-	}
-	if s := r.status[rw.phase]; s != "" {
-		return s, v
-	}
-	return "-", v
-}
-
-func printTable(w io.Writer, cfg *runConfig, b, g *record) {
-	fmt.Fprintf(w, "\nbasalt vs go-raknet v1.15.1 servers, same go-raknet client workload (lossy proxy seed %d, %v one-way delay)\n\n",
-		cfg.seed, cfg.proxyDelay)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tbasalt\tgoraknet\tbasalt/goraknet\ttarget\t\t")
-	last := ""
-	for _, rw := range tableRows(cfg) {
-		if cfg.phases != nil && !cfg.phases[rw.phase] {
-			continue
-		}
-		if rw.phase != last && last != "" {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t")
-		}
-		last = rw.phase
-		bs, bv := cell(b, rw)
-		gs, gv := cell(g, rw)
-		ratio := ""
-		switch {
-		case bv.has && !bv.word() && gv.has && !gv.word() && gv.v != 0:
-			ratio = fmt.Sprintf("%.2fx", bv.v/gv.v)
-		case bv.has && !bv.word() && bv.v > 0 && gv.has && (gv.word() || gv.v == 0):
-			ratio = "inf"
-		}
-		tgt, verdict := "", ""
-		if rw.target != nil {
-			tgt = rw.target.text
-			switch pass, known := rw.target.check(bv, gv); {
-			case !known:
-				verdict = "n/a"
-			case pass:
-				verdict = "PASS"
-			default:
-				verdict = "FAIL"
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.label, bs, gs, ratio, tgt, verdict)
-	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, `
-timeout: no answer within the bound (a stream: no SYN/ACK within %v, %v
-  through the proxy); deadline: the phase ran out of time before all its
-  echoes; died: the connection closed under the workload.
-Server CPU is utime+stime from /proc/PID/stat of the server's own process
-(10 ms resolution); RSS is VmRSS; live heap is HeapAlloc after a GC.
-Goroutines per connection include the bench server's one reader per
-connection. Idle go-raknet clients send a connected ping every 500 ms and
-flush ACKs every 100 ms, so "idle" CPU is the cost of answering them.
-`, cfg.ackWait, cfg.lossAckWait)
 }

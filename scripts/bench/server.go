@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,15 +62,25 @@ type server struct {
 
 	reasonMu sync.Mutex
 	reasons  map[string]int // why connections ended, by closeReason
+
+	// counter counts a go-raknet listener's datagrams at its socket; nil
+	// for basalt, whose connections count their own.
+	counter *countingConn
+	// endedIn and endedOut are the datagrams of basalt connections that
+	// have ended, so that the totals do not fall when one does.
+	endedIn, endedOut atomic.Uint64
+
+	profMu sync.Mutex
+	prof   *os.File // the CPU profile being written, if any
 }
 
 // serve starts a server of implementation im in mode m on addr.
 func serve(im impl, m mode, addr string) (*server, error) {
-	l, err := listen(im, addr)
+	l, counter, err := listen(im, addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{l: l, mode: m, conns: make(map[packetConn]struct{}), reasons: make(map[string]int)}
+	s := &server{l: l, mode: m, conns: make(map[packetConn]struct{}), reasons: make(map[string]int), counter: counter}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -104,6 +115,11 @@ func (s *server) handle(c packetConn) {
 		_ = c.Close()
 		s.mu.Lock()
 		delete(s.conns, c)
+		if bc, ok := c.(*raknet.Conn); ok {
+			st := bc.Stats()
+			s.endedIn.Add(st.DatagramsReceived)
+			s.endedOut.Add(st.DatagramsSent)
+		}
 		s.mu.Unlock()
 		s.active.Add(-1)
 		s.wg.Done()
@@ -174,6 +190,69 @@ func (s *server) statsLine() string {
 		runtime.NumGoroutine(), s.active.Load(), s.total.Load())
 }
 
+// datagrams returns how many datagrams the server has received and sent
+// on its connections. go-raknet's are counted at the socket, offline
+// messages included; basalt's are the sum of its connections' own
+// counters (ACKs and NACKs included), as wrapping its socket would take
+// it off its allocation-free *net.UDPConn path.
+func (s *server) datagrams() (in, out uint64) {
+	if s.counter != nil {
+		return s.counter.in.Load(), s.counter.out.Load()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, out = s.endedIn.Load(), s.endedOut.Load()
+	for c := range s.conns {
+		if bc, ok := c.(*raknet.Conn); ok {
+			st := bc.Stats()
+			in += st.DatagramsReceived
+			out += st.DatagramsSent
+		}
+	}
+	return in, out
+}
+
+// datagramsLine answers the "dgrams" command.
+func (s *server) datagramsLine() string {
+	in, out := s.datagrams()
+	return fmt.Sprintf("dgrams in=%d out=%d", in, out)
+}
+
+// startProfile starts writing a CPU profile to path, ending any profile
+// already being written.
+func (s *server) startProfile(path string) error {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	s.stopProfileLocked()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	s.prof = f
+	return nil
+}
+
+// stopProfile ends the CPU profile being written, if any.
+func (s *server) stopProfile() error {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	return s.stopProfileLocked()
+}
+
+func (s *server) stopProfileLocked() error {
+	if s.prof == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := s.prof.Close()
+	s.prof = nil
+	return err
+}
+
 // closeReason names why a read failed in one word.
 func closeReason(err error) string {
 	switch {
@@ -212,8 +291,9 @@ func heapLine() string {
 // bound. With -control it also reads commands from stdin, one per line
 // ("stats", "heap"), answers each with one line on stdout and exits when
 // stdin closes; that is how `bench run` drives its child servers.
-// "closes" reports why connections ended. SIGUSR1
-// prints the stats line too.
+// "closes" reports why connections ended, "dgrams" the datagrams received
+// and sent, "profile PATH" starts a CPU profile and "profile stop" ends
+// it. SIGUSR1 prints the stats line too.
 func cmdServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:19132", "UDP address to listen on")
@@ -237,6 +317,7 @@ func cmdServer(args []string) error {
 		return err
 	}
 	defer s.Close()
+	defer s.stopProfile()
 
 	var outMu sync.Mutex
 	say := func(line string) {
@@ -291,7 +372,15 @@ func readControl(r io.Reader, s *server, say func(string)) error {
 			say(heapLine())
 		case "closes":
 			say(s.reasonsLine())
+		case "dgrams":
+			say(s.datagramsLine())
+		case "profile stop":
+			say(resultLine("profile", s.stopProfile()))
 		default:
+			if path, ok := strings.CutPrefix(sc.Text(), "profile "); ok {
+				say(resultLine("profile", s.startProfile(path)))
+				continue
+			}
 			say("error unknown command " + sc.Text())
 		}
 	}
@@ -299,4 +388,12 @@ func readControl(r io.Reader, s *server, say func(string)) error {
 		return err
 	}
 	return nil
+}
+
+// resultLine is "NAME ok" or "NAME error MESSAGE" for a command's outcome.
+func resultLine(name string, err error) string {
+	if err != nil {
+		return name + " error " + err.Error()
+	}
+	return name + " ok"
 }
