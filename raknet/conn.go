@@ -52,6 +52,8 @@ const (
 
 	// smallReadQueue is the read queue capacity kept once it drains.
 	smallReadQueue = 64
+	// maxSpare is how many message buffers Read keeps for reuse.
+	maxSpare = 4
 	// finalCopies is how many times the last datagrams of a connection
 	// are written: nothing resends them once it is gone, so the peer would
 	// wait out its close timeout (for the ACK of its
@@ -200,7 +202,11 @@ type Conn struct {
 	guid  int64 // the peer's GUID; set before the Conn is shared
 	dial  bool
 
-	readQ    [][]byte // delivered messages; those from readHead on are unread
+	readQ [][]byte // delivered messages; those from readHead on are unread
+	// spare holds buffers of messages Read copied out, for deliver to
+	// copy later messages into (at most maxSpare, each no larger than
+	// the MTU).
+	spare    [][]byte
 	readHead int
 	// readWait and writeWait are closed (and cleared) to wake every
 	// blocked reader or writer; they exist only while someone waits.

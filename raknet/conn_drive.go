@@ -255,7 +255,7 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 			return false
 		}
 		if !owned {
-			msg = append([]byte(nil), msg...)
+			msg = c.copyMessage(msg)
 		}
 		c.readQ = append(c.readQ, msg)
 		c.wakeReaders()

@@ -75,8 +75,31 @@ func stopTimer(t *time.Timer) {
 
 // ReadPacket returns the next message from the peer. It blocks until one
 // arrives, the read deadline passes or the connection closes. Messages
-// that arrived before the peer closed are still returned.
+// that arrived before the peer closed are still returned. The message is
+// the caller's to keep.
 func (c *Conn) ReadPacket() ([]byte, error) {
+	p, _, err := c.read(nil)
+	return p, err
+}
+
+// Read reads the next message into b and returns its length, as
+// ReadPacket would return it; a message longer than b is consumed and
+// ErrBufferTooSmall returned. Read allocates nothing in steady state:
+// the buffer a message that fits in one datagram arrived in is reused
+// for a later message.
+func (c *Conn) Read(b []byte) (int, error) {
+	if b == nil {
+		b = []byte{}
+	}
+	_, n, err := c.read(b)
+	return n, err
+}
+
+// read takes the next message, waiting for one as ReadPacket describes.
+// With into nil it returns the message; otherwise it copies the message
+// into into, returns its length and keeps the message's buffer for
+// deliver to reuse.
+func (c *Conn) read(into []byte) ([]byte, int, error) {
 	var timer *time.Timer
 	defer func() { stopTimer(timer) }()
 	sig := false // this reader waited on readSig
@@ -90,7 +113,7 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	for {
 		left, expired := deadline(&c.readDeadline)
 		if expired {
-			return nil, c.opErr("read", os.ErrDeadlineExceeded)
+			return nil, 0, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
 		if sig {
@@ -118,8 +141,19 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 					c.arm(now)
 				}
 			}
+			var n int
+			var err error
+			if into != nil {
+				if len(p) > len(into) {
+					err = c.opErr("read", ErrBufferTooSmall)
+				} else {
+					n = copy(into, p)
+				}
+				c.keepSpare(p)
+				p = nil
+			}
 			c.unlock()
-			return p, nil
+			return p, n, err
 		}
 		if c.state == stateClosed || c.state == stateClosing {
 			err := c.closeErr
@@ -127,7 +161,7 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 				err = net.ErrClosed
 			}
 			c.mu.Unlock()
-			return nil, c.opErr("read", err)
+			return nil, 0, c.opErr("read", err)
 		}
 		var wait <-chan struct{}
 		wait, sig = c.readWaiter()
@@ -136,21 +170,28 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		case <-wait:
 		case <-timerFor(left, &timer):
 		}
-
 	}
 }
 
-// Read reads one message into b. A message larger than b is an error
-// (ErrBufferTooSmall) and is discarded.
-func (c *Conn) Read(b []byte) (int, error) {
-	p, err := c.ReadPacket()
-	if err != nil {
-		return 0, err
+// keepSpare keeps p, a message Read copied out, for deliver to copy a
+// later message into, if it is no larger than a datagram and fewer than
+// maxSpare are kept. c.mu is held.
+func (c *Conn) keepSpare(p []byte) {
+	if cap(p) <= c.mtu && len(c.spare) < maxSpare {
+		c.spare = append(c.spare, p[:0])
 	}
-	if len(p) > len(b) {
-		return 0, c.opErr("read", ErrBufferTooSmall)
+}
+
+// copyMessage returns a copy of msg, in a kept buffer if one is large
+// enough. c.mu is held.
+func (c *Conn) copyMessage(msg []byte) []byte {
+	if n := len(c.spare); n > 0 && cap(c.spare[n-1]) >= len(msg) {
+		b := append(c.spare[n-1], msg...)
+		c.spare[n-1] = nil
+		c.spare = c.spare[:n-1]
+		return b
 	}
-	return copy(b, p), nil
+	return append([]byte(nil), msg...)
 }
 
 // Write sends b as one ReliableOrdered message on channel 0.

@@ -1,6 +1,7 @@
 package raknet
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -149,6 +150,50 @@ func TestSimReadBufferTooSmall(t *testing.T) {
 		var ne net.Error
 		if !errors.As(err, &ne) {
 			t.Errorf("got %v, want a net.Error", err)
+		}
+	})
+}
+
+// Read reuses the buffers of the messages it copied out for later
+// messages, and a message ReadPacket returned is never one of them: mixing
+// the two loses and overwrites nothing.
+func TestSimReadReusesBuffers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newSimEnv(t, simnet.Config{Seed: 1}, ListenConfig{}, Dialer{})
+		client, server := e.dial()
+		msg := func(i int) []byte { return append([]byte{0xfe}, bytes.Repeat([]byte{byte(i)}, 10+i)...) }
+		var kept [][]byte
+		buf := make([]byte, 1500)
+		for i := range 40 {
+			if _, err := client.Write(msg(i)); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 0 {
+				p, err := server.ReadPacket()
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept = append(kept, p)
+				continue
+			}
+			n, err := server.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf[:n], msg(i)) {
+				t.Fatalf("Read %d: got %v, want %v", i, buf[:n], msg(i))
+			}
+		}
+		for j, p := range kept {
+			if want := msg(3 * j); !bytes.Equal(p, want) {
+				t.Errorf("ReadPacket %d changed after later reads: got %v, want %v", 3*j, p, want)
+			}
+		}
+		server.mu.Lock()
+		spares := len(server.spare)
+		server.mu.Unlock()
+		if spares == 0 || spares > maxSpare {
+			t.Errorf("got %d spare buffers, want 1 to %d", spares, maxSpare)
 		}
 	})
 }
