@@ -62,7 +62,10 @@ type crypt struct {
 	stream  cipher.Stream
 	counter uint64
 	h       hash.Hash
-	sum     [sha256.Size]byte
+	// ctr and sum are scratch space, kept here so that hashing them does
+	// not make them escape.
+	ctr [8]byte
+	sum [sha256.Size]byte
 }
 
 // newCrypt returns the state of one direction for key.
@@ -79,10 +82,9 @@ func newCrypt(key [32]byte) *crypt {
 
 // checksum returns the checksum of body as the batch numbered c.counter.
 func (c *crypt) checksum(body []byte) []byte {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], c.counter)
+	binary.LittleEndian.PutUint64(c.ctr[:], c.counter)
 	c.h.Reset()
-	c.h.Write(n[:])
+	c.h.Write(c.ctr[:])
 	c.h.Write(body)
 	c.h.Write(c.key[:])
 	return c.h.Sum(c.sum[:0])[:checksumSize]

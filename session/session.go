@@ -246,7 +246,11 @@ type Session struct {
 	loggedIn  bool
 	loginDone chan struct{}
 
-	writeMu     sync.Mutex
+	// writeMu guards the write side. It is a channel of one token rather
+	// than a sync.Mutex so that a writer waiting behind one stuck on the
+	// transport is blocked durably in testing/synctest's terms, and fake
+	// time runs on to the watchdog.
+	writeMu     chan struct{}
 	enc         batchEncoder // guarded by writeMu
 	writeClosed bool         // guarded by writeMu
 	// watchdog ends the session when a Conn.Write outlasts writeTimeout;
@@ -293,6 +297,7 @@ func New(conn Conn, cfg Config) *Session {
 		writeTimeout: cfg.WriteTimeout,
 		baseLog:      zerolog.Nop(),
 		kick:         make(chan struct{}, 1),
+		writeMu:      make(chan struct{}, 1),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 		loginDone:    make(chan struct{}),
@@ -563,7 +568,7 @@ func (s *Session) control(ctx context.Context) {
 // transport is cut short by the watchdog, so finish takes at most about
 // WriteTimeout plus the Conn's Close.
 func (s *Session) finish() {
-	s.writeMu.Lock()
+	s.lockWrite()
 	var err error
 	if s.last != nil {
 		err = s.addLocked(*s.last)
@@ -572,7 +577,7 @@ func (s *Session) finish() {
 		err = s.flushLocked()
 	}
 	s.writeClosed = true
-	s.writeMu.Unlock()
+	s.unlockWrite()
 	if err != nil {
 		if e := s.Log().Debug(); e.Enabled() {
 			e.Err(err).Msg("final flush")
@@ -678,6 +683,12 @@ func (s *Session) panicked(op string, r any) error {
 	return fmt.Errorf("%s: %w: %v", op, ErrHandlerPanic, r)
 }
 
+// lockWrite takes the write side's lock.
+func (s *Session) lockWrite() { s.writeMu <- struct{}{} }
+
+// unlockWrite releases the write side's lock.
+func (s *Session) unlockWrite() { <-s.writeMu }
+
 // WritePacket buffers a packet with the given id (0 to 0x3ff) and payload for
 // the next batch, which is sent within FlushInterval or by Flush. The
 // payload is copied, so the caller may reuse it. It sends the pending batch
@@ -689,8 +700,8 @@ func (s *Session) WritePacket(id uint32, payload []byte) error {
 	if err := p.validate(); err != nil {
 		return fmt.Errorf("write packet: %w", err)
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.lockWrite()
+	defer s.unlockWrite()
 	if s.writeClosed || s.isClosing() {
 		return fmt.Errorf("write packet: %w", net.ErrClosed)
 	}
@@ -720,8 +731,8 @@ func (s *Session) addLocked(p Packet) error {
 // transport at most about WriteTimeout. It returns an error wrapping
 // net.ErrClosed once the session has been asked to end.
 func (s *Session) Flush() error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.lockWrite()
+	defer s.unlockWrite()
 	if s.writeClosed || s.isClosing() {
 		return fmt.Errorf("flush: %w", net.ErrClosed)
 	}
@@ -781,8 +792,8 @@ func (s *Session) writeStuck() {
 // a compression id, and those of threshold bytes or more are compressed
 // with DEFLATE. Incoming batches switch with the phase.
 func (s *Session) enableCompression(threshold uint16) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.lockWrite()
+	defer s.unlockWrite()
 	if err := s.flushLocked(); err != nil {
 		return err
 	}
@@ -795,8 +806,8 @@ func (s *Session) enableCompression(threshold uint16) error {
 // ServerToClientHandshake) as it stands, then encrypts every batch sent
 // after it with key. The caller switches incoming batches.
 func (s *Session) enableEncryption(key [32]byte) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.lockWrite()
+	defer s.unlockWrite()
 	if err := s.flushLocked(); err != nil {
 		return err
 	}
