@@ -271,6 +271,7 @@ func TestConfig(t *testing.T) {
 		AddressV4:           "0.0.0.0:19132",
 		AddressV6:           "[::]:19133",
 		LANDiscovery:        true,
+		Encryption:          true,
 		Name:                "Basalt",
 		LevelName:           "Bedrock level",
 		Edition:             motd.EditionBedrock,
