@@ -28,6 +28,7 @@ func TestStatsCount(t *testing.T) {
 		{"too large after login", wrap(session.ErrTooLarge), true, Stats{TooLarge: 1}},
 		{"budget", wrap(session.ErrDecompressionBudget), false, Stats{DecompressionBudget: 1}},
 		{"login timeout", fmt.Errorf("%w after 10s", session.ErrLoginTimeout), false, Stats{LoginTimeouts: 1}},
+		{"bad checksum", wrap(session.ErrChecksum), true, Stats{BadChecksums: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
