@@ -241,6 +241,9 @@ type Session struct {
 	// batchEncrypted reports whether the batch being dispatched was
 	// encrypted.
 	batchEncrypted bool
+	// pending is the identity of the Login, published (Identity) once the
+	// login completes.
+	pending *Identity
 	// loggedIn is set when the login completes, which also closes
 	// loginDone to stop the login deadline.
 	loggedIn  bool
@@ -492,6 +495,8 @@ func (s *Session) fail(err error) {
 // login deadline stops, the Conn is promoted, PlayStatus LoginSuccess is
 // buffered and NewHandler makes the handler of the packets to come.
 func (s *Session) completeLogin() error {
+	s.identity.Store(s.pending)
+	s.pending = nil
 	s.phase = phasePlaying
 	s.loggedIn = true
 	close(s.loginDone)
@@ -516,6 +521,11 @@ func (s *Session) completeLogin() error {
 		return errors.New("new handler: returned no handler and no error")
 	}
 	s.handler = h
+	// LoginSuccess and what NewHandler wrote leave now, not a flush
+	// interval later.
+	if err := s.Flush(); err != nil && !s.isClosing() {
+		return fmt.Errorf("login success: %w", err)
+	}
 	return nil
 }
 
@@ -858,8 +868,9 @@ func (s *Session) Done() <-chan struct{} {
 	return s.done
 }
 
-// Identity returns who the client said it is in its Login, and false before
-// the session has accepted one.
+// Identity returns who the client said it is in its Login, and false until
+// the login has completed (with Config.Encryption, until the handshake is
+// done): it is set when NewHandler is called.
 func (s *Session) Identity() (Identity, bool) {
 	if id := s.identity.Load(); id != nil {
 		return *id, true
@@ -867,10 +878,10 @@ func (s *Session) Identity() (Identity, bool) {
 	return Identity{}, false
 }
 
-// setIdentity records who the client is and adds the player's name and
-// UUID to the session's logger.
+// setIdentity records who the client is, for Identity once the login
+// completes, and adds the player's name and UUID to the session's logger.
 func (s *Session) setIdentity(id Identity) {
-	s.identity.Store(&id)
+	s.pending = &id
 	l := s.baseLog.With().Str("player", id.DisplayName).Str("uuid", id.UUID.String()).Logger()
 	s.log.Store(&l)
 }

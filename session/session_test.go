@@ -495,6 +495,9 @@ func TestPreLogin(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, p.ID)
+		if _, ok := s.Identity(); ok {
+			t.Errorf("PreLogin %#x: Identity set before the login completed", p.ID)
+		}
 		return nil
 	}
 	s, c, done := start(t, context.Background(), Config{NewHandler: handlerOf(echo), Encryption: true, PreLogin: record})
@@ -512,6 +515,9 @@ func TestPreLogin(t *testing.T) {
 	p.expect(IDPlayStatus)
 	p.send(Packet{ID: 0x42})
 	p.expect(0x42)
+	if id, ok := s.Identity(); !ok || id.DisplayName != "Steve" {
+		t.Errorf("Identity after login: got %+v, %v; want Steve", id, ok)
+	}
 	s.Close()
 	wait(t, done)
 	want := []uint32{IDRequestNetworkSettings, IDPacketViolationWarning, IDLogin, IDClientToServerHandshake}
