@@ -12,6 +12,7 @@ import (
 	"github.com/basaltmc/basalt/session"
 	goraknet "github.com/sandertv/go-raknet"
 	"github.com/sandertv/gophertunnel/minecraft"
+	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
 )
 
@@ -49,16 +50,44 @@ func bedrockDial(t *testing.T, addr, name string) error {
 	return err
 }
 
+// TestBedrockClientGetsDisconnectMessage logs gophertunnel's client in,
+// with the encryption handshake and without: the gate's message reaches it
+// either way, so the handshake, the key and every encrypted batch after it
+// are as the client expects.
 func TestBedrockClientGetsDisconnectMessage(t *testing.T) {
 	const msg = "Welcome to the test, {player}! Nothing to see yet."
-	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg})
-	err := bedrockDial(t, addr, "Steve")
-	t.Logf("gophertunnel: %v", err)
+	for _, encryption := range []bool{true, false} {
+		t.Run("encryption "+strconv.FormatBool(encryption), func(t *testing.T) {
+			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Encryption: encryption})
+			err := bedrockDial(t, addr, "Steve")
+			t.Logf("gophertunnel: %v", err)
+			var de minecraft.DisconnectError
+			if !errors.As(err, &de) {
+				t.Fatalf("got %v (%T), want a minecraft.DisconnectError", err, err)
+			}
+			if want := strings.ReplaceAll(msg, "{player}", "Steve"); string(de) != want {
+				t.Errorf("got disconnect message %q, want %q", de, want)
+			}
+		})
+	}
+}
+
+// kicker refuses every player with a message of its own, from NewHandler.
+func kicker(s *session.Session) (session.Handler, error) {
+	id, _ := s.Identity()
+	return nil, session.Kick("No entry for " + id.DisplayName + " on " + id.ClientData.GameVersion + ".")
+}
+
+// TestBedrockClientKicked checks a *DisconnectError from NewHandler reaches
+// gophertunnel's client through an encrypted session.
+func TestBedrockClientKicked(t *testing.T) {
+	_, addr := bedrockServer(t, server.Config{NewHandler: kicker, Encryption: true})
+	err := bedrockDial(t, addr, "Alex")
 	var de minecraft.DisconnectError
 	if !errors.As(err, &de) {
 		t.Fatalf("got %v (%T), want a minecraft.DisconnectError", err, err)
 	}
-	if want := strings.ReplaceAll(msg, "{player}", "Steve"); string(de) != want {
+	if want := "No entry for Alex on " + protocol.CurrentVersion + "."; string(de) != want {
 		t.Errorf("got disconnect message %q, want %q", de, want)
 	}
 }
@@ -86,23 +115,9 @@ func TestBedrockProtocolMismatch(t *testing.T) {
 	}
 }
 
-// loginHolder admits the player and then keeps the session open, so a
-// joined client stays online.
-type loginHolder struct {
-	session.GateHandler
-}
-
-func (h loginHolder) HandlePacket(s *session.Session, p session.Packet) error {
-	if p.ID == session.IDLogin {
-		id, err := session.ParseLogin(p.Payload)
-		if err != nil {
-			return err
-		}
-		s.SetIdentity(id)
-		return nil
-	}
-	return h.GateHandler.HandlePacket(s, p)
-}
+// holdLogin keeps a logged-in player's session open, so a joined client
+// stays online.
+func holdLogin(*session.Session) (session.Handler, error) { return session.NopHandler{}, nil }
 
 // bedrockStatus pings addr with go-raknet, as gophertunnel does, and parses
 // the pong as gophertunnel's listener status does.
@@ -122,7 +137,8 @@ func TestBedrockPingShowsStatus(t *testing.T) {
 		Name:       "Basalt integration",
 		LevelName:  "Test level",
 		MaxPlayers: 3,
-		Handler:    loginHolder{},
+		NewHandler: holdLogin,
+		Encryption: true,
 	})
 	st, pong := bedrockStatus(t, addr)
 	t.Logf("pong: %s", pong)

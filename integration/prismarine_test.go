@@ -224,6 +224,22 @@ func TestPrismarineClientGetsDisconnectMessage(t *testing.T) {
 	}
 }
 
+// TestPrismarineClientEncrypted logs bedrock-protocol's client in through
+// the encryption handshake: its own ECDH, key derivation and checksums
+// agree with the session's, so the gate's message arrives decrypted.
+func TestPrismarineClientEncrypted(t *testing.T) {
+	node := needNode(t)
+	t.Parallel()
+	const msg = "Encrypted hello, {player}."
+	c := jsClients[2] // raknet-native, the C++ RakNet
+	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Encryption: true, ShutdownTimeout: jsShutdownTimeout})
+	res := runJS(t, node, addr, c.args("Alex")...)
+	t.Logf("%s: %+v", c.name, res)
+	if want := "Encrypted hello, Alex."; res.Event != "kick" || res.Message != want {
+		t.Errorf("got %s %q (error %q), want kick %q", res.Event, res.Message, res.Error, want)
+	}
+}
+
 // check compares the recorded handshake with what c does.
 func (h *handshakeLog) check(t *testing.T, c jsClient) {
 	t.Helper()

@@ -11,12 +11,15 @@
 //	if err != nil { ... }
 //	conf, err := uc.Config(&log)
 //	if err != nil { ... }
-//	conf.Handler = myHandler{} // optional: nil is session.GateHandler
-//	err = conf.New().Run(ctx)  // serves until ctx ends, then shuts down
+//	conf.NewHandler = newPlayer // optional: nil is session.Gate
+//	err = conf.New().Run(ctx)   // serves until ctx ends, then shuts down
 //
-// Every accepted connection runs a session.Session in its own goroutine with
-// the configured Handler. A handler that panics or fails ends its own
-// session only. On Close (or when Run's context ends) every session is
-// disconnected with the shutdown message, and the server waits a bounded
-// time for the clients to acknowledge it.
+// Every accepted connection runs a session.Session in its own goroutine,
+// which logs the player in (network settings, protocol check, Login, with
+// Config.Encryption the encryption handshake); the server then gives the
+// player a slot and calls the configured NewHandler for its handler. A
+// handler that panics or fails ends its own session only. On Close (or when
+// Run's context ends) every session is disconnected with the shutdown
+// message, and the server waits a bounded time for the clients to
+// acknowledge it.
 package server

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -245,15 +246,59 @@ func disconnectMsg(t *testing.T, payload []byte) (session.DisconnectReason, stri
 	return session.DisconnectReason(reason), string(rest[m : m+int(l)])
 }
 
-// probeID is the packet a client sends to sync with its session, and
-// holdHandler echoes. Bedrock gives no packet this id (they run to about
-// 0x140), and the server's player tracker passes it through.
+// probeID is the packet a logged-in client sends to sync with its session,
+// and holdHandler echoes. Bedrock gives no packet this id (they run to
+// about 0x140).
 const probeID = 0x3fe
 
 // holdHandler keeps every session open and ignores every packet but
 // probeID, which it echoes at once, so a session stays a player once the
-// server has admitted its Login and a client can sync with it.
+// server has admitted it and a client can sync with it.
 type holdHandler struct{ session.NopHandler }
+
+// newHold is the NewHandler of holdHandler.
+func newHold(*session.Session) (session.Handler, error) { return holdHandler{}, nil }
+
+// negotiate sends RequestNetworkSettings for the current protocol and reads
+// NetworkSettings: the session is running once it returns.
+func (c *client) negotiate() {
+	c.t.Helper()
+	c.send(session.IDRequestNetworkSettings, binary.BigEndian.AppendUint32(nil, uint32(session.CurrentProtocol)))
+	c.expect(session.IDNetworkSettings)
+}
+
+// sendLogin negotiates (unless c has already) and sends an unencrypted
+// Login naming name, as an offline client does.
+func (c *client) sendLogin(name string) {
+	c.t.Helper()
+	if !c.compressed {
+		c.negotiate()
+	}
+	jwt := func(claims string) string {
+		enc := base64.RawURLEncoding
+		return enc.EncodeToString([]byte(`{"alg":"ES384"}`)) + "." + enc.EncodeToString([]byte(claims)) + ".c2ln"
+	}
+	chain := `{"chain":["` + jwt(`{"extraData":{"displayName":"`+name+`"}}`) + `"]}`
+	clientData := jwt(`{"DeviceOS":7}`)
+	var req []byte
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(chain)))
+	req = append(req, chain...)
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(clientData)))
+	req = append(req, clientData...)
+	pk := binary.BigEndian.AppendUint32(nil, uint32(session.CurrentProtocol))
+	pk = binary.AppendUvarint(pk, uint64(len(req)))
+	c.send(session.IDLogin, append(pk, req...))
+}
+
+// login logs in as name and reads PlayStatus LoginSuccess: the server has
+// admitted the player once it returns.
+func (c *client) login(name string) {
+	c.t.Helper()
+	c.sendLogin(name)
+	if p := c.expect(session.IDPlayStatus); !bytes.Equal(p.payload, []byte{0, 0, 0, 0}) {
+		c.t.Fatalf("got PlayStatus % x, want LoginSuccess", p.payload)
+	}
+}
 
 // HandlePacket echoes a probeID packet and ignores every other.
 func (holdHandler) HandlePacket(s *session.Session, p session.Packet) error {

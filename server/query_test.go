@@ -177,32 +177,20 @@ func (c *queryClient) full(token int32) (map[string]string, []string) {
 	return kv, players
 }
 
-// namedHandler is holdHandler, and takes a Login's payload as the player's
-// name.
-type namedHandler struct{ holdHandler }
-
-func (h namedHandler) HandlePacket(s *session.Session, p session.Packet) error {
-	if p.ID == session.IDLogin {
-		s.SetIdentity(session.Identity{DisplayName: string(p.Payload)})
-		return nil
-	}
-	return h.holdHandler.HandlePacket(s, p)
-}
-
 // A client written from the protocol's description queries a running
 // server over loopback and reads its name, version, map, players and
 // address.
 func TestQuery(t *testing.T) {
-	srv := startServer(t, Config{Handler: namedHandler{}, Query: true, Name: "Query test", LevelName: "World",
+	srv := startServer(t, Config{NewHandler: newHold, Query: true, Name: "Query test", LevelName: "World",
 		GameMode: "Creative", MaxPlayers: 5})
 	addr := gameAddr(t, srv)
 	for _, name := range []string{"Steve", "Alex"} {
 		c := dial(t, addr, raknet.Dialer{})
-		c.send(session.IDLogin, []byte(name))
+		c.login(name)
 		c.sync()
 	}
 	// A session that has not logged in is no player.
-	dial(t, addr, raknet.Dialer{}).sync()
+	dial(t, addr, raknet.Dialer{}).negotiate()
 
 	q := newQueryClient(t, addr)
 	token := q.handshake()

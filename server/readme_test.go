@@ -8,8 +8,8 @@ import (
 )
 
 // TestREADMEHandlerMatchesExample keeps the handler example in README.md
-// the code Example_customHandler compiles: the greeter type and its method
-// must appear in both, verbatim.
+// the code Example_customHandler compiles: the greeter type, newGreeter and
+// its method must appear in both, verbatim.
 func TestREADMEHandlerMatchesExample(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -19,7 +19,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const start, end = "// greeter lets", "Come back soon.\")\n}\n"
+	const start, end = "// greeter is one player's handler", "Come back soon.\")\n}\n"
 	section := func(s string) string {
 		i := strings.Index(s, start)
 		if i < 0 {
@@ -38,7 +38,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if got != want {
 		t.Errorf("README.md greeter:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
-	for _, line := range []string{"conf.Handler = greeter{}", "conf.New().Run(ctx)"} {
+	for _, line := range []string{"conf.NewHandler = newGreeter", "conf.New().Run(ctx)"} {
 		if !strings.Contains(string(readme), line) {
 			t.Errorf("README.md lacks %q", line)
 		}

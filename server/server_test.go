@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/elliptic"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -45,7 +47,9 @@ func TestNewDefaults(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"MaxConnections", c.MaxConnections, 24},
 		{"GUID positive", c.GUID > 0, true},
-		{"handler", srv.handler, session.GateHandler{AcceptedProtocols: []int32{session.CurrentProtocol}}},
+		{"Encryption", c.Encryption, false},
+		{"handler set", srv.handler != nil, true},
+		{"key P-384", srv.key != nil && srv.key.Curve == elliptic.P384(), true},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -108,11 +112,49 @@ func TestListenConfig(t *testing.T) {
 	}
 }
 
+// TestDefaultHandlerFromConfig checks the gate shows DisconnectMessage.
 func TestDefaultHandlerFromConfig(t *testing.T) {
-	srv := Config{AcceptedProtocols: []int32{2169, 2193}, DisconnectMessage: "Bye {player}"}.New()
-	want := session.GateHandler{AcceptedProtocols: []int32{2169, 2193}, Message: "Bye {player}"}
-	if !reflect.DeepEqual(srv.handler, session.Handler(want)) {
-		t.Errorf("got %#v, want %#v", srv.handler, want)
+	srv := startServer(t, Config{DisconnectMessage: "Bye {player}"})
+	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.login("Steve")
+	reason, msg := disconnectMsg(t, c.expect(session.IDDisconnect).payload)
+	if reason != session.DisconnectReasonKicked || msg != "Bye Steve" {
+		t.Errorf("got Disconnect %v %q, want %v %q", reason, msg, session.DisconnectReasonKicked, "Bye Steve")
+	}
+	c.expectClosed()
+}
+
+// TestAcceptedProtocolsApplyToAnyHandler checks the server's protocol list
+// holds with a handler of its own: a client outside it is refused before
+// the handler is made.
+func TestAcceptedProtocolsApplyToAnyHandler(t *testing.T) {
+	made := make(chan struct{}, 1)
+	srv := startServer(t, Config{
+		Protocol:          2169,
+		AcceptedProtocols: []int32{2169},
+		NewHandler: func(*session.Session) (session.Handler, error) {
+			made <- struct{}{}
+			return holdHandler{}, nil
+		},
+	})
+	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.send(session.IDRequestNetworkSettings, binary.BigEndian.AppendUint32(nil, uint32(session.CurrentProtocol)))
+	if p := c.expect(session.IDPlayStatus); !bytes.Equal(p.payload, []byte{0, 0, 0, 2}) {
+		t.Errorf("got PlayStatus % x, want LoginFailedServer", p.payload)
+	}
+	c.expectClosed()
+	select {
+	case <-made:
+		t.Error("NewHandler was called for a refused protocol")
+	default:
+	}
+}
+
+// TestKeyPerServer checks each server has its own handshake key.
+func TestKeyPerServer(t *testing.T) {
+	a, b := Config{}.New(), Config{}.New()
+	if a.key.Equal(b.key) {
+		t.Error("two servers got the same key")
 	}
 }
 
@@ -174,22 +216,24 @@ func TestStatusOneFamily(t *testing.T) {
 }
 
 func TestPlayerCount(t *testing.T) {
-	srv := startServer(t, Config{Handler: holdHandler{}, MaxPlayers: 5})
+	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 5})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
 	b := dial(t, addr, raknet.Dialer{})
-	a.sync()
-	b.sync()
+	a.negotiate()
+	b.negotiate()
 	if n := len(srv.Sessions()); n != 2 {
 		t.Fatalf("got %d sessions, want 2", n)
 	}
-	// A session is not a player before Login.
+	// A session is not a player before it has logged in.
 	if got := ping(t, addr).Players; got != 0 {
 		t.Errorf("before login: got %d players, want 0", got)
 	}
-	a.send(session.IDLogin, []byte("any"))
-	b.send(session.IDLogin, []byte("any"))
+	a.sendLogin("Alex")
+	a.expect(session.IDPlayStatus)
+	b.sendLogin("Steve")
+	b.expect(session.IDPlayStatus)
 	a.sync()
 	b.sync()
 	if got := srv.PlayerCount(); got != 2 {
@@ -198,8 +242,9 @@ func TestPlayerCount(t *testing.T) {
 	if got := ping(t, addr).Players; got != 2 {
 		t.Errorf("after 2 logins: got %d players, want 2", got)
 	}
-	// A second Login does not take a second slot. The sync proves the
-	// session handled it before the count is read.
+	// A second Login, which goes to the handler, does not take a second
+	// slot. The sync proves the session handled it before the count is
+	// read.
 	a.send(session.IDLogin, []byte("again"))
 	a.sync()
 	if got := srv.PlayerCount(); got != 2 {
@@ -220,18 +265,18 @@ func TestPlayerCount(t *testing.T) {
 }
 
 func TestServerFull(t *testing.T) {
-	srv := startServer(t, Config{Handler: holdHandler{}, MaxPlayers: 1})
+	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 1})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
-	a.send(session.IDLogin, nil)
+	a.login("Alex")
 	a.sync()
 	if got := srv.PlayerCount(); got != 1 {
 		t.Fatalf("after a login: got %d players, want 1", got)
 	}
 
 	b := dial(t, addr, raknet.Dialer{})
-	b.send(session.IDLogin, nil)
+	b.login("Steve")
 	p := b.expect(session.IDDisconnect)
 	reason, msg := disconnectMsg(t, p.payload)
 	if reason != session.DisconnectReasonServerFull || msg != ServerFullMessage {
@@ -246,7 +291,7 @@ func TestServerFull(t *testing.T) {
 	_ = a.conn.Close()
 	waitFor(t, "0 players", func() bool { return srv.PlayerCount() == 0 })
 	c := dial(t, addr, raknet.Dialer{})
-	c.send(session.IDLogin, nil)
+	c.login("Kai")
 	c.sync()
 	if got := srv.PlayerCount(); got != 1 {
 		t.Errorf("after the next client's login: got %d players, want 1", got)
@@ -254,13 +299,12 @@ func TestServerFull(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	srv := startServer(t, Config{Handler: holdHandler{}, ShutdownMessage: "Going down for a test."})
+	srv := startServer(t, Config{NewHandler: newHold, ShutdownMessage: "Going down for a test."})
 	addr := gameAddr(t, srv)
 	clients := []*client{dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})}
-	clients[0].send(session.IDLogin, nil) // one player, one session
-	for _, c := range clients {
-		c.sync()
-	}
+	clients[0].login("Steve") // one player, one session
+	clients[0].sync()
+	clients[1].negotiate()
 	if n, p := len(srv.Sessions()), srv.PlayerCount(); n != 2 || p != 1 {
 		t.Fatalf("got %d sessions and %d players, want 2 and 1", n, p)
 	}
@@ -320,7 +364,7 @@ func (b *blackhole) ReadFrom(p []byte) (int, net.Addr, error) {
 
 func TestShutdownTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	srv := startServer(t, Config{Handler: holdHandler{}, ShutdownTimeout: timeout})
+	srv := startServer(t, Config{NewHandler: newHold, ShutdownTimeout: timeout})
 	var bh *blackhole
 	// A short close timeout: the client's own Close, at cleanup, gets no ACKs
 	// either.
@@ -332,7 +376,9 @@ func TestShutdownTimeout(t *testing.T) {
 		bh = &blackhole{PacketConn: pc}
 		return bh, nil
 	}}
-	dial(t, gameAddr(t, srv), d).sync()
+	c := dial(t, gameAddr(t, srv), d)
+	c.login("Steve")
+	c.sync()
 	if n := len(srv.Sessions()); n != 1 {
 		t.Fatalf("got %d sessions, want 1", n)
 	}
@@ -360,12 +406,12 @@ func (h panicHandler) HandlePacket(s *session.Session, p session.Packet) error {
 }
 
 func TestHandlerPanic(t *testing.T) {
-	srv := startServer(t, Config{Handler: panicHandler{}})
+	srv := startServer(t, Config{NewHandler: func(*session.Session) (session.Handler, error) { return panicHandler{}, nil }})
 	addr := gameAddr(t, srv)
 	bad := dial(t, addr, raknet.Dialer{})
 	good := dial(t, addr, raknet.Dialer{})
-	good.send(session.IDLogin, nil)
-	bad.send(session.IDLogin, nil)
+	good.login("Alex")
+	bad.login("Steve")
 	good.sync()
 	bad.sync()
 	if got := srv.PlayerCount(); got != 2 {
@@ -386,7 +432,7 @@ func TestHandlerPanic(t *testing.T) {
 		t.Errorf("sessions after the panic: got %d, want 1", n)
 	}
 	third := dial(t, addr, raknet.Dialer{})
-	third.send(session.IDLogin, nil)
+	third.login("Kai")
 	third.sync()
 	if got := srv.PlayerCount(); got != 2 {
 		t.Errorf("after a new login: got %d players, want 2", got)
@@ -407,7 +453,11 @@ func (h *recordHandler) record(e string) {
 	h.mu.Unlock()
 }
 
-func (h *recordHandler) HandleOpen(*session.Session) error { h.record("open"); return nil }
+func (h *recordHandler) newHandler(s *session.Session) (session.Handler, error) {
+	id, _ := s.Identity()
+	h.record("new " + id.DisplayName)
+	return h, nil
+}
 func (h *recordHandler) HandlePacket(_ *session.Session, p session.Packet) error {
 	h.record("packet " + string(p.Payload))
 	return nil
@@ -422,12 +472,15 @@ func (h *recordHandler) get() []string {
 
 func TestHandlerEvents(t *testing.T) {
 	h := &recordHandler{}
-	srv := startServer(t, Config{Handler: h})
+	srv := startServer(t, Config{NewHandler: h.newHandler})
 	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.negotiate()
+	c.send(0x42, []byte("before login"))
+	c.login("Steve")
 	c.send(0x42, []byte("a"))
 	c.send(session.IDLogin, []byte("b"))
 	_ = c.conn.Close()
-	want := []string{"open", "packet a", "packet b", "close"}
+	want := []string{"new Steve", "packet a", "packet b", "close"}
 	waitFor(t, "the session to close", func() bool { return len(h.get()) == len(want) })
 	if got := h.get(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -436,7 +489,7 @@ func TestHandlerEvents(t *testing.T) {
 
 func TestLANDiscovery(t *testing.T) {
 	srv := startServer(t, Config{
-		Handler:      holdHandler{},
+		NewHandler:   newHold,
 		LANDiscovery: true,
 		AddressV4:    "127.0.0.1:0",
 		AddressV6:    "[::1]:0",
@@ -460,7 +513,7 @@ func TestLANDiscovery(t *testing.T) {
 	// A client that joins through the LAN listener is served too, and the
 	// count it changes shows on every listener.
 	c := dial(t, lan[0].String(), raknet.Dialer{})
-	c.send(session.IDLogin, nil)
+	c.login("Steve")
 	c.sync()
 	if got := srv.PlayerCount(); got != 1 {
 		t.Fatalf("after a login through LAN: got %d players, want 1", got)

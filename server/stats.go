@@ -24,11 +24,15 @@ type Stats struct {
 	// LoginTimeouts counts sessions whose player had not logged in within
 	// Config.LoginTimeout.
 	LoginTimeouts uint64
+	// BadChecksums counts encrypted sessions that sent a batch whose
+	// checksum was wrong (session.ErrChecksum): a corrupt or forged
+	// stream. These are not told why.
+	BadChecksums uint64
 }
 
 // counters are a Server's Stats as they are kept, each updated on its own.
 type counters struct {
-	preLoginTooLarge, tooLarge, budget, loginTimeouts atomic.Uint64
+	preLoginTooLarge, tooLarge, budget, loginTimeouts, badChecksums atomic.Uint64
 }
 
 // count records why a session ended, if its client broke a limit: err is
@@ -38,6 +42,8 @@ func (c *counters) count(err error, loggedIn bool) {
 	case err == nil:
 	case errors.Is(err, session.ErrLoginTimeout):
 		c.loginTimeouts.Add(1)
+	case errors.Is(err, session.ErrChecksum):
+		c.badChecksums.Add(1)
 	case errors.Is(err, session.ErrDecompressionBudget):
 		c.budget.Add(1)
 	case errors.Is(err, session.ErrTooLarge) && loggedIn:
@@ -56,5 +62,6 @@ func (srv *Server) Stats() Stats {
 		TooLarge:            c.tooLarge.Load(),
 		DecompressionBudget: c.budget.Load(),
 		LoginTimeouts:       c.loginTimeouts.Load(),
+		BadChecksums:        c.badChecksums.Load(),
 	}
 }

@@ -28,6 +28,7 @@ func TestStatsCount(t *testing.T) {
 		{"too large after login", wrap(session.ErrTooLarge), true, Stats{TooLarge: 1}},
 		{"budget", wrap(session.ErrDecompressionBudget), false, Stats{DecompressionBudget: 1}},
 		{"login timeout", fmt.Errorf("%w after 10s", session.ErrLoginTimeout), false, Stats{LoginTimeouts: 1}},
+		{"bad checksum", wrap(session.ErrChecksum), true, Stats{BadChecksums: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,10 +45,10 @@ func TestStatsCount(t *testing.T) {
 // disconnected at the deadline, and counted.
 func TestStatsLoginTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	srv := startServer(t, Config{Handler: holdHandler{}, LoginTimeout: timeout})
+	srv := startServer(t, Config{NewHandler: newHold, LoginTimeout: timeout})
 	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
 	start := time.Now()
-	c.sync() // the session is up; its deadline runs
+	c.negotiate() // the session is up; its deadline runs
 	p := c.expect(session.IDDisconnect)
 	if waited := time.Since(start); waited < timeout {
 		t.Errorf("disconnected after %v, want at least %v", waited, timeout)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -123,5 +125,38 @@ func TestStatusProviderStopsAtClose(t *testing.T) {
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 	if got := calls.Load(); got != n {
 		t.Errorf("provider called %d times after Close", got-n)
+	}
+}
+
+// A player limit lowered by UpdateStatus refuses the next login and keeps
+// the players already online; raised again, it admits.
+func TestUpdateStatusPlayerLimit(t *testing.T) {
+	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 5})
+	addr := gameAddr(t, srv)
+	a := dial(t, addr, raknet.Dialer{})
+	a.login("Alex")
+	a.sync()
+	if err := srv.UpdateStatus(func(st *motd.Status) { st.MaxPlayers = 1 }); err != nil {
+		t.Fatal(err)
+	}
+	b := dial(t, addr, raknet.Dialer{})
+	b.sendLogin("Steve")
+	b.expect(session.IDPlayStatus)
+	reason, msg := disconnectMsg(t, b.expect(session.IDDisconnect).payload)
+	if reason != session.DisconnectReasonServerFull || msg != ServerFullMessage {
+		t.Errorf("got Disconnect %v %q, want %v %q", reason, msg, session.DisconnectReasonServerFull, ServerFullMessage)
+	}
+	a.sync() // still online
+	if got := srv.PlayerCount(); got != 1 {
+		t.Errorf("got %d players, want 1", got)
+	}
+	if err := srv.UpdateStatus(func(st *motd.Status) { st.MaxPlayers = 2 }); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr, raknet.Dialer{})
+	c.login("Steve")
+	c.sync()
+	if got := srv.PlayerCount(); got != 2 {
+		t.Errorf("after raising the limit: got %d players, want 2", got)
 	}
 }

@@ -2,8 +2,9 @@ package session
 
 import "fmt"
 
-// CurrentProtocol is the Bedrock network protocol this package speaks and the
-// default GateHandler accepts: 2193, Minecraft 1.26.50.
+// CurrentProtocol is the Bedrock network protocol this package speaks and a
+// session accepts unless Config.AcceptedProtocols says otherwise: 2193,
+// Minecraft 1.26.50.
 const CurrentProtocol int32 = 2193
 
 // CurrentVersion is the Minecraft version string that goes with
