@@ -1,14 +1,14 @@
 package server
 
 import (
-	"github.com/basaltmc/basalt/raknet"
-	"github.com/basaltmc/basalt/session"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
 )
 
 func TestUpdateStatus(t *testing.T) {
