@@ -19,8 +19,15 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
+)
+
+// The values of server.handler: the built-in handlers a player may meet.
+const (
+	handlerGate  = "gate"
+	handlerLobby = "lobby"
 )
 
 // Limits on configuration values. RakNet's MTU discovery starts at the
@@ -114,6 +121,13 @@ accepted_protocols = [2193]
 disconnect_message = "Basalt is a skeleton server: you, {player}, have reached it, but there is no world here yet."
 # Message every player sees when the server shuts down (Ctrl-C, SIGTERM).
 shutdown_message = "Server closed."
+# What a player meets once logged in: "gate" disconnects them with
+# disconnect_message; "lobby" lets them into an empty world where they float
+# as spectators, see who joins and leaves, chat, and use /list and /leave.
+handler = "gate"
+# Chat message a player gets on entering the lobby (handler = "lobby").
+# {player} is replaced by the player's name.
+greeting = "Welcome to the Basalt lobby, {player}! Type /list to see who is here and /leave to go."
 # File that keeps the server GUID stable across restarts, so clients do not
 # list the server twice. A relative path is relative to this file's directory.
 guid_file = "server_guid"
@@ -202,6 +216,11 @@ type UserConfig struct {
 		// ShutdownMessage is shown to every player when the server shuts
 		// down.
 		ShutdownMessage string `toml:"shutdown_message"`
+		// Handler is "gate" or "lobby": see Config.NewHandler.
+		Handler string `toml:"handler"`
+		// Greeting is the lobby's greeting, with
+		// session.PlayerPlaceholder replaced by the player's name.
+		Greeting string `toml:"greeting"`
 		// GUIDFile is the file holding the stable server GUID; a relative
 		// path is relative to the config file's directory.
 		GUIDFile string `toml:"guid_file"`
@@ -402,6 +421,8 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + session.PlayerPlaceholder +
 		", have reached it, but there is no world here yet."
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
+	uc.Server.Handler = handlerGate
+	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = "server_guid"
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
 	uc.Log.Level = "info"
@@ -575,6 +596,12 @@ func (uc UserConfig) Validate() error {
 	}
 	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
 		add("server.disconnect_message", "%v", err)
+	}
+	if s.Handler != handlerGate && s.Handler != handlerLobby {
+		add("server.handler", "%q is not %q or %q", s.Handler, handlerGate, handlerLobby)
+	}
+	if err := checkPlaceholders(s.Greeting); err != nil {
+		add("server.greeting", "%v", err)
 	}
 	if s.GUIDFile == "" {
 		add("server.guid_file", "is empty")
@@ -817,6 +844,15 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	for _, p := range uc.Network.TrustedProxies {
 		pp, _ := parseProxyPrefix(p) // checked by Validate
 		c.TrustedProxies = append(c.TrustedProxies, pp)
+	}
+	if uc.Server.Handler == handlerLobby {
+		// The server's shutdown disconnects the lobby's players with
+		// shutdown_message, as it does any session's.
+		c.NewHandler = lobby.New(lobby.Config{
+			Greeting:  uc.Server.Greeting,
+			WorldName: uc.Server.LevelName,
+			Log:       log,
+		}).NewHandler
 	}
 	for _, v := range uc.RakNet.ProtocolVersions {
 		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))

@@ -1,0 +1,443 @@
+package lobby
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/packets/packetstest"
+	"github.com/sandertv/gophertunnel/minecraft"
+	"github.com/sandertv/gophertunnel/minecraft/protocol"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
+)
+
+// wait bounds every wait on a client or session.
+const wait = 5 * time.Second
+
+// world is a Lobby whose sessions run over memory, for gophertunnel's
+// client or a bare one.
+type world struct {
+	lobby   *Lobby
+	network packetstest.Network
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	ended   []error
+}
+
+// newWorld starts a lobby configured by cfg; its sessions are ended and
+// waited for when the test ends.
+func newWorld(t *testing.T, cfg Config) *world {
+	t.Helper()
+	w := &world{lobby: New(cfg)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		w.wg.Wait()
+	})
+	w.network = packetstest.Network{Accept: func(conn *packetstest.End) {
+		s := session.New(conn, session.Config{NewHandler: w.lobby.NewHandler})
+		w.wg.Go(func() {
+			err := s.Run(ctx)
+			w.mu.Lock()
+			w.ended = append(w.ended, err)
+			w.mu.Unlock()
+		})
+	}}
+	return w
+}
+
+// dial joins the lobby with gophertunnel's client as name and spawns.
+func (w *world) dial(t *testing.T, name string) *minecraft.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	d := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: name}}
+	conn, err := d.DialContextNetwork(ctx, w.network, "lobby")
+	if err != nil {
+		t.Fatalf("%s: dial: %v", name, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.DoSpawnTimeout(wait); err != nil {
+		t.Fatalf("%s: spawn: %v", name, err)
+	}
+	return conn
+}
+
+// bare logs a bare client in, with nothing of the join done.
+func (w *world) bare(t *testing.T, name string) *packetstest.Client {
+	t.Helper()
+	server, client := packetstest.Pipe()
+	w.network.Accept(server)
+	c, err := packetstest.Login(client, name, wait)
+	if err != nil {
+		t.Fatalf("%s: login: %v", name, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// expectText reads from conn until a Text packet containing substr.
+func expectText(t *testing.T, conn *minecraft.Conn, substr string) *packet.Text {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	defer conn.SetReadDeadline(time.Time{})
+	for {
+		pk, err := conn.ReadPacket()
+		if err != nil {
+			t.Fatalf("waiting for a Text with %q: %v", substr, err)
+		}
+		if txt, ok := pk.(*packet.Text); ok && strings.Contains(txt.Message, substr) {
+			return txt
+		}
+	}
+}
+
+// expectDisconnect reads from conn until it is closed and returns the
+// disconnect message.
+func expectDisconnect(t *testing.T, conn *minecraft.Conn) string {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	for {
+		_, err := conn.ReadPacket()
+		if err == nil {
+			continue
+		}
+		var de minecraft.DisconnectError
+		if !errors.As(err, &de) {
+			t.Fatalf("got %v, want a disconnect", err)
+		}
+		return string(de)
+	}
+}
+
+func TestJoin(t *testing.T) {
+	w := newWorld(t, Config{Greeting: "Hi {player}, welcome!", WorldName: "Test lobby"})
+	conn := w.dial(t, "Steve")
+	gd := conn.GameData()
+	if gd.PlayerGameMode != packet.GameTypeSpectator {
+		t.Errorf("got game mode %d, want spectator (%d)", gd.PlayerGameMode, packet.GameTypeSpectator)
+	}
+	if gd.WorldName != "Test lobby" {
+		t.Errorf("got world name %q, want %q", gd.WorldName, "Test lobby")
+	}
+	if gd.ChunkRadius != maxChunkRadius {
+		t.Errorf("got chunk radius %d, want %d (gophertunnel asks for 16)", gd.ChunkRadius, maxChunkRadius)
+	}
+	txt := expectText(t, conn, "welcome")
+	if txt.Message != "Hi Steve, welcome!" {
+		t.Errorf("got greeting %q, want %q", txt.Message, "Hi Steve, welcome!")
+	}
+	if got := w.lobby.Players(); len(got) != 1 || got[0] != "Steve" {
+		t.Errorf("got players %q, want [Steve]", got)
+	}
+}
+
+func TestOthersJoinListAndLeave(t *testing.T) {
+	w := newWorld(t, Config{})
+	alex := w.dial(t, "alex")
+	expectText(t, alex, "Welcome")
+	steve := w.dial(t, "Steve")
+	expectText(t, steve, "Welcome")
+	if txt := expectText(t, alex, "joined"); !strings.Contains(txt.Message, "Steve joined the lobby") {
+		t.Errorf("alex got %q, want Steve's join", txt.Message)
+	}
+
+	// /list as the client sends a command, and as chat.
+	if err := alex.WritePacket(&packet.CommandRequest{
+		CommandLine:   "/list",
+		CommandOrigin: protocol.CommandOrigin{Origin: protocol.CommandOriginPlayer},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if txt := expectText(t, alex, "players in the lobby"); !strings.HasSuffix(txt.Message, ": alex, Steve") {
+		t.Errorf("/list answered %q, want both names", txt.Message)
+	}
+	if err := steve.WritePacket(&packet.Text{TextType: packet.TextTypeChat, SourceName: "Steve", Message: "/LIST"}); err != nil {
+		t.Fatal(err)
+	}
+	expectText(t, steve, "2 players in the lobby: alex, Steve")
+
+	// Chat goes to everyone, the sender too.
+	if err := steve.WritePacket(&packet.Text{TextType: packet.TextTypeChat, SourceName: "Steve", Message: "hello\nalex"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*minecraft.Conn{alex, steve} {
+		txt := expectText(t, c, "hello")
+		if txt.TextType != packet.TextTypeChat || txt.SourceName != "Steve" || txt.Message != "hello alex" {
+			t.Errorf("got %+v, want Steve's chat with the line break replaced", txt)
+		}
+	}
+
+	if err := steve.WritePacket(&packet.CommandRequest{CommandLine: "/leave"}); err != nil {
+		t.Fatal(err)
+	}
+	if msg := expectDisconnect(t, steve); msg != leaveMessage {
+		t.Errorf("/leave: got %q, want %q", msg, leaveMessage)
+	}
+	expectText(t, alex, "Steve left the lobby")
+	if got := w.lobby.Players(); len(got) != 1 || got[0] != "alex" {
+		t.Errorf("got players %q, want [alex]", got)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	w := newWorld(t, Config{})
+	c := w.dial(t, "Steve")
+	if err := c.WritePacket(&packet.CommandRequest{CommandLine: "/op Steve"}); err != nil {
+		t.Fatal(err)
+	}
+	expectText(t, c, "Unknown command")
+}
+
+func TestShutdown(t *testing.T) {
+	w := newWorld(t, Config{})
+	a, b := w.dial(t, "Alex"), w.dial(t, "Steve")
+	joining := w.bare(t, "Late")
+	w.lobby.Shutdown("Back soon.")
+	for _, c := range []*minecraft.Conn{a, b} {
+		if msg := expectDisconnect(t, c); msg != "Back soon." {
+			t.Errorf("got %q, want %q", msg, "Back soon.")
+		}
+	}
+	pk, err := joining.Expect(wait, isDisconnect)
+	if err != nil {
+		t.Fatalf("joining player: %v", err)
+	}
+	if d := pk.(*packet.Disconnect); d.Message != "Back soon." {
+		t.Errorf("joining player got %q, want the shutdown message", d.Message)
+	}
+	// A player who logs in after is refused with it too.
+	after := w.bare(t, "After")
+	pk, err = after.Expect(wait, isDisconnect)
+	if err != nil {
+		t.Fatalf("player after shutdown: %v", err)
+	}
+	if d := pk.(*packet.Disconnect); d.Message != "Back soon." {
+		t.Errorf("player after shutdown got %q, want the shutdown message", d.Message)
+	}
+}
+
+func isDisconnect(pk packet.Packet) bool {
+	_, ok := pk.(*packet.Disconnect)
+	return ok
+}
+
+func TestJoinTimeout(t *testing.T) {
+	w := newWorld(t, Config{JoinTimeout: 50 * time.Millisecond})
+	c := w.bare(t, "Slow")
+	pk, err := c.Expect(wait, isDisconnect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := pk.(*packet.Disconnect); d.Message != joinTimeoutMessage {
+		t.Errorf("got %q, want %q", d.Message, joinTimeoutMessage)
+	}
+	// One that spawns in time has its deadline stopped: the greeting comes
+	// after that.
+	w2 := newWorld(t, Config{JoinTimeout: time.Minute})
+	expectText(t, w2.dial(t, "Quick"), "Welcome")
+	w2.lobby.mu.Lock()
+	for p := range w2.lobby.players {
+		p.timerMu.Lock()
+		if p.joinTimer != nil {
+			t.Error("join timer still armed after spawn")
+		}
+		p.timerMu.Unlock()
+	}
+	w2.lobby.mu.Unlock()
+}
+
+// TestJoinSequence plays the client with a bare one and checks every packet
+// the lobby sends, in order.
+func TestJoinSequence(t *testing.T) {
+	w := newWorld(t, Config{Greeting: "hello {player}"})
+	c := w.bare(t, "Steve")
+	next := func(want ...uint32) []packet.Packet {
+		t.Helper()
+		var got []packet.Packet
+		for _, id := range want {
+			pk, err := c.Expect(wait, func(packet.Packet) bool { return true })
+			if err != nil {
+				t.Fatalf("waiting for %#x: %v", id, err)
+			}
+			if pk.ID() != id {
+				t.Fatalf("got %T (%#x), want %#x", pk, pk.ID(), id)
+			}
+			got = append(got, pk)
+		}
+		return got
+	}
+	send := func(pk packet.Packet) {
+		t.Helper()
+		if err := c.WritePacket(pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := next(packet.IDResourcePacksInfo)[0].(*packet.ResourcePacksInfo)
+	if len(info.TexturePacks) != 0 {
+		t.Errorf("got %d packs, want none", len(info.TexturePacks))
+	}
+	send(&packet.ClientCacheStatus{Enabled: false})
+	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded})
+	next(packet.IDResourcePackStack)
+	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted})
+	got := next(packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
+		packet.IDItemRegistry, packet.IDBiomeDefinitionList)
+	sg := got[2].(*packet.StartGame)
+	if sg.PlayerGameMode != packet.GameTypeSpectator || sg.EntityRuntimeID == 0 {
+		t.Errorf("StartGame: game mode %d, runtime ID %d; want spectator, non-zero", sg.PlayerGameMode, sg.EntityRuntimeID)
+	}
+	if items := got[3].(*packet.ItemRegistry).Items; len(items) != 0 {
+		t.Errorf("got %d items, want none (shield ID 0)", len(items))
+	}
+	send(&packet.RequestChunkRadius{ChunkRadius: 2, MaxChunkRadius: 2})
+	got = next(packet.IDChunkRadiusUpdated, packet.IDAvailableCommands, packet.IDUpdateAbilities,
+		packet.IDNetworkChunkPublisherUpdate)
+	if r := got[0].(*packet.ChunkRadiusUpdated).ChunkRadius; r != 2 {
+		t.Errorf("got radius %d, want 2", r)
+	}
+	var names []string
+	for _, c := range got[1].(*packet.AvailableCommands).Commands {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, " ") != "list leave" {
+		t.Errorf("got commands %q, want list and leave", names)
+	}
+	layer := got[2].(*packet.UpdateAbilities).AbilityData.Layers[0]
+	if want := uint32(protocol.AbilityFlying | protocol.AbilityMayFly | protocol.AbilityNoClip); layer.Values&want != want {
+		t.Errorf("abilities %b lack flying, may fly and no-clip", layer.Values)
+	}
+	// Radius 2: the 13 chunks within two of the origin.
+	chunks := next(repeat(packet.IDLevelChunk, 13)...)
+	for _, pk := range chunks {
+		lc := pk.(*packet.LevelChunk)
+		if x, z := lc.Position[0], lc.Position[1]; x*x+z*z > 4 || lc.SubChunkCount != 0 {
+			t.Errorf("chunk %v with %d sub-chunks, want within radius 2, none", lc.Position, lc.SubChunkCount)
+		}
+	}
+	got = next(packet.IDPlayStatus, packet.IDCreativeContent)
+	if s := got[0].(*packet.PlayStatus).Status; s != packet.PlayStatusPlayerSpawn {
+		t.Errorf("got PlayStatus %d, want PlayerSpawn", s)
+	}
+	if len(w.lobby.Players()) != 0 {
+		t.Error("player listed before SetLocalPlayerAsInitialised")
+	}
+	send(&packet.SetLocalPlayerAsInitialised{EntityRuntimeID: sg.EntityRuntimeID})
+	if txt := next(packet.IDText)[0].(*packet.Text); txt.Message != "hello Steve" {
+		t.Errorf("got greeting %q, want %q", txt.Message, "hello Steve")
+	}
+}
+
+func repeat(id uint32, n int) []uint32 {
+	ids := make([]uint32, n)
+	for i := range ids {
+		ids[i] = id
+	}
+	return ids
+}
+
+func TestWrongEntityEndsJoin(t *testing.T) {
+	w := newWorld(t, Config{})
+	c := w.bare(t, "Steve")
+	for _, pk := range []packet.Packet{
+		&packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded},
+		&packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted},
+		&packet.RequestChunkRadius{ChunkRadius: 1, MaxChunkRadius: 1},
+		&packet.SetLocalPlayerAsInitialised{EntityRuntimeID: 1 << 40},
+	} {
+		if err := c.WritePacket(pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The session ends without the player ever being listed.
+	if _, err := c.Expect(wait, func(packet.Packet) bool { return false }); err == nil || errors.Is(err, packetstest.ErrTimeout) {
+		t.Fatalf("got %v, want the connection closed", err)
+	}
+	if got := w.lobby.Players(); len(got) != 0 {
+		t.Errorf("got players %q, want none", got)
+	}
+}
+
+func TestChatRateLimit(t *testing.T) {
+	var p player
+	t0 := time.Unix(1000, 0)
+	for i := range chatBurst {
+		if !p.allowChat(t0) {
+			t.Fatalf("message %d of the burst refused", i)
+		}
+	}
+	if p.allowChat(t0) {
+		t.Error("message past the burst allowed")
+	}
+	if p.allowChat(t0.Add(chatInterval / 2)) {
+		t.Error("message allowed half an interval later")
+	}
+	if !p.allowChat(t0.Add(chatInterval)) {
+		t.Error("message refused a full interval later")
+	}
+	// Tokens never pile up beyond the burst.
+	later := t0.Add(time.Hour)
+	for range chatBurst {
+		p.allowChat(later)
+	}
+	if p.allowChat(later) {
+		t.Error("an idle hour allowed more than a burst")
+	}
+}
+
+func TestListMessage(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, "Nobody is in the lobby."},
+		{[]string{"Steve"}, "1 player in the lobby: Steve"},
+		{[]string{"alex", "Steve"}, "2 players in the lobby: alex, Steve"},
+	} {
+		if got := listMessage(tc.names); got != tc.want {
+			t.Errorf("listMessage(%q): got %q, want %q", tc.names, got, tc.want)
+		}
+	}
+}
+
+// TestNoLeaks checks that a lobby whose players have all gone keeps no
+// goroutine or timer running and forgets them.
+func TestNoLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w := New(Config{})
+	var wg sync.WaitGroup
+	network := packetstest.Network{Accept: func(conn *packetstest.End) {
+		s := session.New(conn, session.Config{NewHandler: w.NewHandler})
+		wg.Go(func() { _ = s.Run(context.Background()) })
+	}}
+	for _, name := range []string{"a", "b", "c"} {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		conn, err := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: name}}.DialContextNetwork(ctx, network, "lobby")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+	}
+	wg.Wait()
+	w.mu.Lock()
+	n := len(w.players)
+	w.mu.Unlock()
+	if n != 0 {
+		t.Errorf("lobby still holds %d players", n)
+	}
+	deadline := time.Now().Add(wait)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("got %d goroutines, want %d:\n%s", got, before, buf[:runtime.Stack(buf, true)])
+	}
+}

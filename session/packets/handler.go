@@ -1,0 +1,93 @@
+package packets
+
+import (
+	"github.com/basaltmc/basalt/session"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
+)
+
+// Handler is one session's handler of typed packets, the counterpart of
+// session.Handler: Adapt turns it into one. Its methods are called on the
+// session's goroutine, one at a time; a Handler that other goroutines reach
+// (a broadcast, say) guards what they share.
+type Handler interface {
+	// HandlePacket is called for each packet the client sends, in order,
+	// decoded. The packet is the handler's to keep.
+	HandlePacket(s *session.Session, pk packet.Packet) error
+	// HandleClose is called exactly once, when the session ends, with the
+	// error that ended it or nil.
+	HandleClose(s *session.Session, err error)
+}
+
+// RawHandler is a Handler that sees each packet raw, before it is decoded.
+// A handler implements it to skip decoding packets it has no use for (a
+// client sends PlayerAuthInput every tick), to read a packet's sub-client
+// ids, or to handle an id the packet library does not know.
+type RawHandler interface {
+	// HandleRawPacket is called with each packet before it is decoded.
+	// It returns true if it has dealt with the packet, which is then not
+	// decoded. p.Payload is valid only until it returns.
+	HandleRawPacket(s *session.Session, p session.Packet) (handled bool, err error)
+}
+
+// DecodeErrorHandler is a Handler that decides what a packet that does not
+// decode does to the session. Without it such a packet ends the session.
+type DecodeErrorHandler interface {
+	// HandleDecodeError is called with a packet Codec.Decode refused and
+	// its error (wrapping ErrUnknownPacket or ErrMalformed). Returning nil
+	// skips the packet; an error ends the session.
+	HandleDecodeError(s *session.Session, p session.Packet, err error) error
+}
+
+// NopHandler is a Handler that does nothing. Embed it to implement only the
+// methods needed. It is safe for concurrent use.
+type NopHandler struct{}
+
+var _ Handler = NopHandler{}
+
+// HandlePacket ignores the packet and returns nil.
+func (NopHandler) HandlePacket(*session.Session, packet.Packet) error { return nil }
+
+// HandleClose does nothing.
+func (NopHandler) HandleClose(*session.Session, error) {}
+
+// Adapter is a session.Handler that decodes each packet with Codec and hands
+// it to Handler, letting it through raw first if Handler is a RawHandler.
+// A packet that does not decode goes to Handler's HandleDecodeError if it is
+// a DecodeErrorHandler, and otherwise ends the session with the decode
+// error. An Adapter serves one session, as its Handler does.
+type Adapter struct {
+	// Handler receives the session's packets.
+	Handler Handler
+	// Codec decodes them. Its ShieldID must be the one the server sent in
+	// its ItemRegistry.
+	Codec Codec
+}
+
+var _ session.Handler = (*Adapter)(nil)
+
+// Adapt returns an Adapter that decodes packets with c for h.
+func Adapt(h Handler, c Codec) *Adapter {
+	return &Adapter{Handler: h, Codec: c}
+}
+
+// HandlePacket lets p through raw, or decodes it and hands it on.
+func (a *Adapter) HandlePacket(s *session.Session, p session.Packet) error {
+	if raw, ok := a.Handler.(RawHandler); ok {
+		if handled, err := raw.HandleRawPacket(s, p); handled || err != nil {
+			return err
+		}
+	}
+	pk, err := a.Codec.Decode(p)
+	if err != nil {
+		if h, ok := a.Handler.(DecodeErrorHandler); ok {
+			return h.HandleDecodeError(s, p, err)
+		}
+		return err
+	}
+	return a.Handler.HandlePacket(s, pk)
+}
+
+// HandleClose hands the end of the session on.
+func (a *Adapter) HandleClose(s *session.Session, err error) {
+	a.Handler.HandleClose(s, err)
+}
