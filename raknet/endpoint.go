@@ -101,6 +101,8 @@ type endpoint struct {
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
 	oversize  atomic.Uint64 // datagrams dropped for their size
+	// traffic counts what the socket carried, for Listener.Stats.
+	traffic traffic
 
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
@@ -165,6 +167,7 @@ func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.
 			time.Sleep(readErrorBackoff)
 			continue
 		}
+		e.traffic.in(n)
 		if n == 0 {
 			continue
 		}
@@ -184,6 +187,9 @@ func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
 		_, err = e.udp.WriteToUDPAddrPort(b, ap)
 	} else {
 		_, err = e.pc.WriteTo(b, net.UDPAddrFromAddrPort(ap))
+	}
+	if err == nil {
+		e.traffic.out(len(b))
 	}
 	return err
 }

@@ -99,6 +99,7 @@ type Stats struct {
 	FramesResent                     uint64
 	DatagramsLost                    uint64 // NACKed, timed out or skipped
 	AcksSent, NacksSent              uint64
+	NacksReceived                    uint64 // NACK datagrams accepted
 	DuplicateDatagrams               uint64
 	DuplicateFrames                  uint64
 	Errors                           uint64 // datagrams or frames refused

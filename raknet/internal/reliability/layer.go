@@ -150,6 +150,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 			l.stats.Errors++
 			return err
 		}
+		if l.ackBuf.NACK {
+			l.stats.NacksReceived++
+		}
 		return nil
 	}
 	var h wire.DatagramHeader
