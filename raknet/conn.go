@@ -81,6 +81,7 @@ type Stats struct {
 	AcksSent          uint64  // ACK datagrams sent
 	NacksSent         uint64  // NACK datagrams sent
 	NacksReceived     uint64  // NACK datagrams received and acted on
+	LossIn            float64 // share of the peer's data datagrams that did not arrive (or not yet)
 }
 
 // Receipt is the fate of a message written with Conn.WriteReceipt: Acked

@@ -275,6 +275,9 @@ func (c *Conn) Stats() Stats {
 	if data := s.DatagramsSent - s.AcksSent - s.NacksSent; data > 0 {
 		st.Loss = float64(s.DatagramsLost) / float64(data)
 	}
+	if s.DataSpan > s.DataReceived {
+		st.LossIn = float64(s.DataSpan-s.DataReceived) / float64(s.DataSpan)
+	}
 	return st
 }
 

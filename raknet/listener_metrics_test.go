@@ -81,6 +81,9 @@ func TestConnStats(t *testing.T) {
 		t.Errorf("ConnStats: got %d messages, RTT %v, window %d, want at least %d, > 0, > 0",
 			live[0].MessagesReceived, live[0].RTT, live[0].Window, n)
 	}
+	if live[0].LossIn != 0 || live[0].Loss != 0 {
+		t.Errorf("ConnStats: got loss %v in, %v out over loopback, want 0, 0", live[0].LossIn, live[0].Loss)
+	}
 	if closed.MessagesReceived != 0 || closed.DatagramsReceived != 0 {
 		t.Errorf("closed before any closed: got %+v, want zero counters", closed)
 	}

@@ -118,4 +118,8 @@ type Stats struct {
 	// the frames it refused (also counted in Errors, once per datagram).
 	Reserved      int
 	BudgetRefused uint64
+	// DataReceived counts the distinct data datagrams that arrived, and
+	// DataSpan the datagram numbers up to the highest of them: the
+	// difference is what the peer sent that never arrived (or not yet).
+	DataReceived, DataSpan uint64
 }

@@ -31,3 +31,27 @@ func TestNacksReceivedCounted(t *testing.T) {
 		t.Errorf("DatagramsLost: got %d, want 2", st.DatagramsLost)
 	}
 }
+
+// DataReceived and DataSpan tell how many of the peer's data datagrams
+// are missing: a gap counts until it is filled, a duplicate never.
+func TestDataReceivedSpan(t *testing.T) {
+	b := newTestPeer(t, Config{})
+	check := func(what string, received, span uint64) {
+		t.Helper()
+		if st := b.Stats(); st.DataReceived != received || st.DataSpan != span {
+			t.Errorf("%s: got %d received of %d, want %d of %d", what, st.DataReceived, st.DataSpan, received, span)
+		}
+	}
+	check("before any", 0, 0)
+	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.Layer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
+	mustHandle(t, b.Layer, t0, dataDatagram(4, reliableFrame(2, []byte{1})))
+	check("with a gap", 3, 5)
+	mustHandle(t, b.Layer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
+	check("after a duplicate", 3, 5)
+	mustHandle(t, b.Layer, t0, dataDatagram(2, reliableFrame(3, []byte{1})))
+	check("a gap partly filled", 4, 5)
+	// ACKs and NACKs are no data.
+	_ = b.HandleDatagram(t0, ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	check("after an ACK", 4, 5)
+}
