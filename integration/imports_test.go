@@ -26,7 +26,7 @@ func TestImportDirection(t *testing.T) {
 		{mod + "/raknet/internal/guard", []string{"github.com/dchest/siphash"}},
 		{mod + "/raknet", []string{mod + "/raknet/internal/", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{mod + "/session", []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
-		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", "github.com/", "golang.org/x/"}},
+		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", "github.com/", "golang.org/x/", "google.golang.org/protobuf/"}},
 	}
 	for _, r := range rules {
 		t.Run(strings.TrimPrefix(r.pkg, mod+"/"), func(t *testing.T) {

@@ -74,6 +74,9 @@ type Server struct {
 
 	stats     counters
 	closeOnce sync.Once
+
+	sessionCounts sessionCounts
+	metrics       *metricsServer // guarded by mu; nil unless serving metrics
 }
 
 // entry is what the registry keeps per session.
@@ -174,6 +177,9 @@ func (srv *Server) Listen() error {
 	if _, err := srv.base.Encode(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := srv.listenMetrics(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	c := srv.conf
 	lc := listenConfig(c)
 	for _, g := range []struct {
@@ -196,6 +202,8 @@ func (srv *Server) Listen() error {
 				_ = l.Close()
 			}
 			srv.v4, srv.v6 = nil, nil
+			srv.metrics.stop()
+			srv.metrics = nil
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		*g.l = l
@@ -307,7 +315,7 @@ func (srv *Server) accept(l *raknet.Listener) {
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
 	s := session.New(c, session.Config{
-		Handler:      tracker{srv: srv, h: srv.handler},
+		Handler:      tracker{srv: srv, h: countErrors{h: srv.handler, n: &srv.sessionCounts.handlerErrors}},
 		Log:          srv.conf.Log,
 		LoginTimeout: srv.conf.LoginTimeout,
 	})
@@ -334,6 +342,7 @@ func (srv *Server) run(s *session.Session) {
 	err := srv.runSafely(s)
 	_, loggedIn := s.Identity()
 	srv.stats.count(err, loggedIn)
+	srv.sessionCounts.count(err)
 	srv.remove(s)
 	if e := log.Debug(); e.Enabled() {
 		if id, ok := s.Identity(); ok {
@@ -436,6 +445,7 @@ func (srv *Server) shutdown() {
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
+	defer srv.stopMetrics()
 	if len(listeners) == 0 {
 		return
 	}

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Histogram buckets of the per-connection figures a scrape reads: RTTs
+// from a LAN's fraction of a millisecond to a lost link's seconds, and
+// congestion windows from two datagrams to raknet's largest (2000
+// datagrams of 1400 bytes).
+var (
+	rttBuckets    = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+	windowBuckets = prometheus.ExponentialBuckets(2048, 2, 12)
+)
+
+// sessionCounts are the figures the server keeps about sessions as they
+// end, for its metrics: each is one atomic add when a session ends, never
+// on a packet's path.
+type sessionCounts struct {
+	ended, handlerErrors, handlerPanics atomic.Uint64
+}
+
+// count records a session that ended with err, as Run returned it.
+func (c *sessionCounts) count(err error) {
+	c.ended.Add(1)
+	if errors.Is(err, session.ErrHandlerPanic) {
+		c.handlerPanics.Add(1)
+	}
+}
+
+// countErrors passes every event to h and counts the errors it returns,
+// each of which ends its session. It is safe for concurrent use if h is.
+type countErrors struct {
+	h session.Handler
+	n *atomic.Uint64
+}
+
+var _ session.Handler = countErrors{}
+
+// HandleOpen calls h.HandleOpen.
+func (c countErrors) HandleOpen(s *session.Session) error {
+	return c.counted(c.h.HandleOpen(s))
+}
+
+// HandlePacket calls h.HandlePacket.
+func (c countErrors) HandlePacket(s *session.Session, p session.Packet) error {
+	return c.counted(c.h.HandlePacket(s, p))
+}
+
+// HandleClose calls h.HandleClose.
+func (c countErrors) HandleClose(s *session.Session, err error) { c.h.HandleClose(s, err) }
+
+func (c countErrors) counted(err error) error {
+	if err != nil {
+		c.n.Add(1)
+	}
+	return err
+}
+
+// metricDesc builds the description of a metric named basalt_<name>.
+func metricDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("basalt_"+name, help, labels, nil)
+}
+
+// collector is a prometheus.Collector of one Server's figures. Everything
+// it reports is read at scrape time from counters the server, its
+// listeners and their connections keep anyway: Collect takes the server's
+// lock once and each listener's once, and adds nothing to the path of a
+// datagram or a packet.
+type collector struct {
+	srv *Server
+
+	pings, handshakes, accepted, connRefused, refused          *prometheus.Desc
+	datagramsIn, datagramsOut, bytesIn, bytesOut               *prometheus.Desc
+	conns, handshaking, established                            *prometheus.Desc
+	resends, lost, nacksSent, nacksReceived, deferred, dropped *prometheus.Desc
+	rtt, window                                                *prometheus.Desc
+
+	sessions, players, maxPlayers, ended, sessionRefused *prometheus.Desc
+	handlerErrors, handlerPanics                         *prometheus.Desc
+}
+
+// Collector returns a prometheus.Collector of the server's metrics (see
+// README.md, "Metrics"), for a program that registers them on a registry
+// of its own; Config.MetricsAddress serves them without one. It may be
+// called at any time, and the collector is safe for concurrent use.
+func (srv *Server) Collector() prometheus.Collector {
+	l := "listener"
+	return &collector{
+		srv:         srv,
+		pings:       metricDesc("raknet_pings_answered_total", "Unconnected pings answered with a pong.", l),
+		handshakes:  metricDesc("raknet_handshakes_total", "OpenConnectionRequest2 that created a connection.", l),
+		accepted:    metricDesc("raknet_connections_accepted_total", "Connections established and handed to the server.", l),
+		connRefused: metricDesc("raknet_connections_refused_total", "Connections refused: server full, accept queue full, or over their IP's or the memory budget's limit.", l),
+		refused: metricDesc("raknet_refused_total",
+			"Datagrams and requests refused unanswered or answered with a refusal, by reason.", l, "reason"),
+		datagramsIn:   metricDesc("raknet_datagrams_received_total", "UDP datagrams the listener's socket read.", l),
+		datagramsOut:  metricDesc("raknet_datagrams_sent_total", "UDP datagrams the listener's socket wrote.", l),
+		bytesIn:       metricDesc("raknet_received_bytes_total", "UDP payload bytes the listener's socket read.", l),
+		bytesOut:      metricDesc("raknet_sent_bytes_total", "UDP payload bytes the listener's socket wrote.", l),
+		conns:         metricDesc("raknet_connections", "RakNet connections open, those in their handshake included.", l),
+		handshaking:   metricDesc("raknet_connections_handshaking", "RakNet connections in their handshake.", l),
+		established:   metricDesc("raknet_connections_established", "RakNet connections past their handshake.", l),
+		resends:       metricDesc("raknet_resent_frames_total", "Frames sent again, over every connection.", l),
+		lost:          metricDesc("raknet_lost_datagrams_total", "Data datagrams NACKed or timed out, over every connection.", l),
+		nacksSent:     metricDesc("raknet_nacks_sent_total", "NACK datagrams sent, over every connection.", l),
+		nacksReceived: metricDesc("raknet_nacks_received_total", "NACK datagrams received and acted on, over every connection.", l),
+		deferred:      metricDesc("raknet_deferred_datagrams_total", "Data datagrams refused unacknowledged for a full read queue or memory budget, to be asked for again.", l),
+		dropped:       metricDesc("raknet_connection_dropped_total", "Malformed datagrams and control messages connections dropped.", l),
+		rtt:           metricDesc("raknet_rtt_seconds", "Smoothed round-trip time of the connections open now with an RTT sample.", l),
+		window:        metricDesc("raknet_congestion_window_bytes", "Congestion window of the connections open now with an RTT sample.", l),
+
+		sessions:       metricDesc("sessions", "Sessions running, players or not."),
+		players:        metricDesc("players", "Players online: sessions holding a player slot."),
+		maxPlayers:     metricDesc("players_max", "The player limit."),
+		ended:          metricDesc("sessions_ended_total", "Sessions that ended."),
+		sessionRefused: metricDesc("sessions_refused_total", "Sessions ended because their client broke a limit, by reason.", "reason"),
+		handlerErrors:  metricDesc("session_handler_errors_total", "Errors handlers returned, each ending its session."),
+		handlerPanics:  metricDesc("session_handler_panics_total", "Handler panics, each ending its session."),
+	}
+}
+
+// Describe sends the description of every metric the collector reports.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		c.pings, c.handshakes, c.accepted, c.connRefused, c.refused,
+		c.datagramsIn, c.datagramsOut, c.bytesIn, c.bytesOut,
+		c.conns, c.handshaking, c.established,
+		c.resends, c.lost, c.nacksSent, c.nacksReceived, c.deferred, c.dropped,
+		c.rtt, c.window,
+		c.sessions, c.players, c.maxPlayers, c.ended, c.sessionRefused,
+		c.handlerErrors, c.handlerPanics,
+	} {
+		ch <- d
+	}
+}
+
+// Collect reads the figures and sends them as metrics.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	srv := c.srv
+	srv.mu.Lock()
+	listeners := srv.listeners()
+	sessions, players := len(srv.sessions), srv.players
+	srv.mu.Unlock()
+	for _, l := range listeners {
+		c.collectListener(ch, l)
+	}
+
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	count := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(c.sessions, sessions)
+	gauge(c.players, players)
+	gauge(c.maxPlayers, srv.conf.MaxPlayers)
+	m := &srv.sessionCounts
+	count(c.ended, m.ended.Load())
+	count(c.handlerErrors, m.handlerErrors.Load())
+	count(c.handlerPanics, m.handlerPanics.Load())
+	st := srv.Stats()
+	count(c.sessionRefused, st.PreLoginTooLarge, "pre_login_too_large")
+	count(c.sessionRefused, st.TooLarge, "too_large")
+	count(c.sessionRefused, st.DecompressionBudget, "decompression_budget")
+	count(c.sessionRefused, st.LoginTimeouts, "login_timeout")
+}
+
+// collectListener sends the metrics of one listener and its connections.
+func (c *collector) collectListener(ch chan<- prometheus.Metric, l *raknet.Listener) {
+	addr := l.Addr().String()
+	gauge := func(d *prometheus.Desc, v int) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), addr)
+	}
+	count := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{addr}, labels...)...)
+	}
+	st := l.Stats()
+	count(c.pings, st.Pings)
+	count(c.handshakes, st.Handshakes)
+	count(c.accepted, st.Accepted)
+	count(c.connRefused, st.Refused)
+	for _, r := range []struct {
+		reason string
+		n      uint64
+	}{
+		{"malformed", st.Dropped - st.Oversize},
+		{"oversize", st.Oversize},
+		{"cookie", st.CookieFailures},
+		{"rate_limited", st.RateLimited},
+		{"pool_full", st.PoolFull},
+		{"already_connected", st.AlreadyConnected},
+		{"per_ip", st.PerIPLimited},
+		{"amplification", st.Amplification},
+		{"budget", st.BudgetRefusals},
+	} {
+		count(c.refused, r.n, r.reason)
+	}
+	count(c.datagramsIn, st.DatagramsIn)
+	count(c.datagramsOut, st.DatagramsOut)
+	count(c.bytesIn, st.BytesIn)
+	count(c.bytesOut, st.BytesOut)
+	gauge(c.conns, st.Connections)
+	gauge(c.handshaking, st.Handshaking)
+	gauge(c.established, st.Established)
+
+	rtt, window := newHistogram(rttBuckets), newHistogram(windowBuckets)
+	var live raknet.Stats
+	closed := l.ConnStats(func(s raknet.Stats) {
+		live.Resends += s.Resends
+		live.DatagramsLost += s.DatagramsLost
+		live.NacksSent += s.NacksSent
+		live.NacksReceived += s.NacksReceived
+		live.Deferred += s.Deferred
+		live.Dropped += s.Dropped
+		if s.RTT > 0 {
+			rtt.observe(s.RTT.Seconds())
+			window.observe(float64(s.Window))
+		}
+	})
+	count(c.resends, closed.Resends+live.Resends)
+	count(c.lost, closed.DatagramsLost+live.DatagramsLost)
+	count(c.nacksSent, closed.NacksSent+live.NacksSent)
+	count(c.nacksReceived, closed.NacksReceived+live.NacksReceived)
+	count(c.deferred, closed.Deferred+live.Deferred)
+	count(c.dropped, closed.Dropped+live.Dropped)
+	ch <- rtt.metric(c.rtt, addr)
+	ch <- window.metric(c.window, addr)
+}
+
+// histogram gathers observations for a constant histogram built at scrape
+// time.
+type histogram struct {
+	bounds []float64
+	counts []uint64 // counts[i] observations ≤ bounds[i] and > bounds[i-1]
+	n      uint64
+	sum    float64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds))}
+}
+
+// observe adds v.
+func (h *histogram) observe(v float64) {
+	h.n++
+	h.sum += v
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+			return
+		}
+	}
+}
+
+// metric returns the histogram, with cumulative bucket counts, as
+// Prometheus wants them.
+func (h *histogram) metric(d *prometheus.Desc, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.bounds))
+	var cum uint64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		buckets[b] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.n, h.sum, buckets, labels...)
+}
