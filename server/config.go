@@ -326,6 +326,9 @@ type Config struct {
 	// listenPacket opens the listeners' sockets; nil means
 	// net.ListenPacket. Tests use it to simulate a host without IPv6.
 	listenPacket func(network, address string) (net.PacketConn, error)
+	// noOfflineLimits lifts the listeners' offline rate limits, so a
+	// benchmark can ping as fast as it likes.
+	noOfflineLimits bool
 }
 
 // DefaultUserConfig returns the configuration config.toml holds when first

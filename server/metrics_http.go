@@ -45,12 +45,7 @@ func (srv *Server) listenMetrics() error {
 	if err != nil {
 		return fmt.Errorf("listen for metrics: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		srv.Collector(),
-	)
+	reg := srv.registry()
 	log := srv.log.With().Str("src", "metrics").Logger()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -84,6 +79,18 @@ func (srv *Server) listenMetrics() error {
 	srv.metrics = m
 	log.Info().Str("addr", ln.Addr().String()).Bool("pprof", srv.conf.MetricsPprof).Msg("serving metrics")
 	return nil
+}
+
+// registry returns a registry of the server's metrics and the Go and
+// process collectors.
+func (srv *Server) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		srv.Collector(),
+	)
+	return reg
 }
 
 // stopMetrics stops the metrics HTTP server, if it runs, and waits for it:

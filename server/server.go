@@ -232,7 +232,7 @@ func (srv *Server) Listen() error {
 var _ interface{ Promote() } = (*raknet.Conn)(nil)
 
 func listenConfig(c Config) raknet.ListenConfig {
-	return raknet.ListenConfig{
+	lc := raknet.ListenConfig{
 		ListenPacket:        c.listenPacket,
 		Log:                 c.Log,
 		MaxMTU:              c.MaxMTU,
@@ -245,6 +245,10 @@ func listenConfig(c Config) raknet.ListenConfig {
 		Timeout:          c.Timeout,
 		GUID:             c.GUID,
 	}
+	if c.noOfflineLimits {
+		lc.OfflineRate, lc.OfflineBytes = -1, -1
+	}
+	return lc
 }
 
 // listenLAN opens a LAN discovery listener for each family whose game port
