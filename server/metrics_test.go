@@ -514,3 +514,21 @@ func BenchmarkPingWithMetrics(b *testing.B) {
 		p.roundTrip(b)
 	}
 }
+
+// README.md lists every metric the collector reports.
+func TestREADMEListsMetrics(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range metricNames {
+		if !strings.Contains(string(readme), "`"+name+"`") {
+			t.Errorf("README.md does not list %s", name)
+		}
+	}
+	for _, key := range []string{"`metrics.address`", "`metrics.pprof`"} {
+		if !strings.Contains(string(readme), key) {
+			t.Errorf("README.md's configuration reference lacks %s", key)
+		}
+	}
+}
