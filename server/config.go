@@ -61,6 +61,10 @@ address_v6 = "[::]:19133"
 # 19133 for IPv6) when the game ports above differ, so that clients on the
 # local network list the server. The pong points them at the game ports.
 lan_discovery = true
+# Encrypt every session after its Login with the Bedrock handshake (AES-256,
+# as vanilla servers do). The server runs in offline mode either way: the
+# Login is read but not checked against Xbox Live.
+encryption = true
 
 [server]
 # First MOTD line: the server name shown in the server list. Minecraft colour
@@ -144,6 +148,8 @@ type UserConfig struct {
 		// LANDiscovery also answers pings on ports 19132/19133 when the
 		// game ports differ.
 		LANDiscovery bool `toml:"lan_discovery"`
+		// Encryption runs the encryption handshake with every client.
+		Encryption bool `toml:"encryption"`
 	} `toml:"network"`
 	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
@@ -226,11 +232,17 @@ type Config struct {
 	// discard.
 	Log *zerolog.Logger
 
-	// Handler receives the events of every session. It is shared by all
-	// sessions, so it must be safe for concurrent use across them (see
-	// session.Handler). Nil means a session.GateHandler built from
-	// AcceptedProtocols and DisconnectMessage.
-	Handler session.Handler
+	// NewHandler makes the handler of each player once the session has
+	// logged it in (see session.Config.NewHandler), after the server gave
+	// it a player slot. It is called from many sessions' goroutines at
+	// once. Nil means session.Gate(DisconnectMessage). AcceptedProtocols
+	// and Encryption apply whatever it is.
+	NewHandler func(*session.Session) (session.Handler, error)
+	// Encryption runs the Bedrock encryption handshake with every client
+	// after its Login (see session.Config.Encryption), with one P-384 key
+	// per Server. False (the zero value) leaves batches unencrypted;
+	// config.toml's network.encryption defaults to true.
+	Encryption bool
 
 	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
 	// If AddressV4 and AddressV6 are both empty, New uses "0.0.0.0:19132"
@@ -338,6 +350,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.AddressV4 = "0.0.0.0:19132"
 	uc.Network.AddressV6 = "[::]:19133"
 	uc.Network.LANDiscovery = true
+	uc.Network.Encryption = true
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -747,6 +760,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		AddressV4:         uc.Network.AddressV4,
 		AddressV6:         uc.Network.AddressV6,
 		LANDiscovery:      uc.Network.LANDiscovery,
+		Encryption:        uc.Network.Encryption,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
 		Edition:           motd.Edition(uc.Server.Edition),

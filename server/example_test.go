@@ -10,23 +10,25 @@ import (
 	"github.com/basaltmc/basalt/session"
 )
 
-// greeter lets the default gate negotiate network settings and check the
-// protocol, then greets each player by name.
+// greeter is one player's handler. The session has run the login (network
+// settings, protocol check, Login, encryption) before newGreeter is called,
+// and the server has given the player a slot.
 type greeter struct {
-	session.GateHandler
+	session.NopHandler
+	name string
 }
 
-func (g greeter) HandlePacket(s *session.Session, p session.Packet) error {
-	if p.ID != session.IDLogin {
-		return g.GateHandler.HandlePacket(s, p)
+func newGreeter(s *session.Session) (session.Handler, error) {
+	id, _ := s.Identity()
+	if id.DisplayName == "Herobrine" {
+		return nil, session.Kick("Not you again.") // ends this session only
 	}
-	id, err := session.ParseLogin(p.Payload)
-	if err != nil {
-		return err // ends this session only
-	}
-	s.SetIdentity(id)
 	s.Log().Info().Msg("greeting")
-	return s.Disconnect("Hello, " + id.DisplayName + "! Come back soon.")
+	return &greeter{name: id.DisplayName}, nil
+}
+
+func (g *greeter) HandlePacket(s *session.Session, p session.Packet) error {
+	return s.Disconnect("Hello, " + g.name + "! Come back soon.")
 }
 
 // This example runs a server from config.toml with a custom handler until
@@ -42,7 +44,7 @@ func Example_customHandler() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	conf.Handler = greeter{}
+	conf.NewHandler = newGreeter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := conf.New().Run(ctx); err != nil {

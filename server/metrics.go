@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/basaltmc/basalt/raknet"
@@ -19,10 +21,14 @@ var (
 )
 
 // sessionCounts are the figures the server keeps about sessions as they
-// end, for its metrics: each is one atomic add when a session ends, never
-// on a packet's path.
+// end, for its metrics: each is counted once when a session ends, never on
+// a packet's path.
 type sessionCounts struct {
 	ended, handlerErrors, handlerPanics atomic.Uint64
+	// totals sums the Stats of the sessions removed from the registry;
+	// guarded by Server.mu, so a scrape counts each session once, live or
+	// ended.
+	totals session.Stats
 }
 
 // count records a session that ended with err, as Run returned it.
@@ -33,34 +39,58 @@ func (c *sessionCounts) count(err error) {
 	}
 }
 
-// countErrors passes every event to h and counts the errors it returns,
-// each of which ends its session. It is safe for concurrent use if h is.
-type countErrors struct {
+// add adds an ended session's Stats to the totals. Server.mu is held.
+func (c *sessionCounts) add(st session.Stats) { addSessionStats(&c.totals, st) }
+
+func addSessionStats(t *session.Stats, st session.Stats) {
+	t.BatchesIn += st.BatchesIn
+	t.BatchesOut += st.BatchesOut
+	t.PacketsIn += st.PacketsIn
+	t.PacketsOut += st.PacketsOut
+	t.BytesIn += st.BytesIn
+	t.BytesOut += st.BytesOut
+	t.WireBytesIn += st.WireBytesIn
+}
+
+// countErrors wraps newHandler to count in n the errors it, and each
+// handler it makes, return: each ends its session. A
+// *session.DisconnectError (a kick, a full server) is deliberate and not
+// counted.
+// The result is safe for concurrent use if newHandler is.
+func countErrors(newHandler func(*session.Session) (session.Handler, error), n *atomic.Uint64) func(*session.Session) (session.Handler, error) {
+	return func(s *session.Session) (session.Handler, error) {
+		h, err := newHandler(s)
+		if err != nil || h == nil {
+			return h, countError(err, n)
+		}
+		return errorCounter{h: h, n: n}, nil
+	}
+}
+
+// countError counts err in n unless it is nil or a disconnect, and
+// returns it.
+func countError(err error, n *atomic.Uint64) error {
+	if _, kick := errors.AsType[*session.DisconnectError](err); err != nil && !kick {
+		n.Add(1)
+	}
+	return err
+}
+
+// errorCounter is a handler whose errors are counted.
+type errorCounter struct {
 	h session.Handler
 	n *atomic.Uint64
 }
 
-var _ session.Handler = countErrors{}
-
-// HandleOpen calls h.HandleOpen.
-func (c countErrors) HandleOpen(s *session.Session) error {
-	return c.counted(c.h.HandleOpen(s))
-}
+var _ session.Handler = errorCounter{}
 
 // HandlePacket calls h.HandlePacket.
-func (c countErrors) HandlePacket(s *session.Session, p session.Packet) error {
-	return c.counted(c.h.HandlePacket(s, p))
+func (c errorCounter) HandlePacket(s *session.Session, p session.Packet) error {
+	return countError(c.h.HandlePacket(s, p), c.n)
 }
 
 // HandleClose calls h.HandleClose.
-func (c countErrors) HandleClose(s *session.Session, err error) { c.h.HandleClose(s, err) }
-
-func (c countErrors) counted(err error) error {
-	if err != nil {
-		c.n.Add(1)
-	}
-	return err
-}
+func (c errorCounter) HandleClose(s *session.Session, err error) { c.h.HandleClose(s, err) }
 
 // metricDesc builds the description of a metric named basalt_<name>.
 func metricDesc(name, help string, labels ...string) *prometheus.Desc {
@@ -83,6 +113,8 @@ type collector struct {
 
 	sessions, players, maxPlayers, ended, sessionRefused *prometheus.Desc
 	handlerErrors, handlerPanics                         *prometheus.Desc
+	batchesIn, batchesOut, packetsIn, packetsOut         *prometheus.Desc
+	sessionBytesIn, sessionBytesOut, sessionWireBytesIn  *prometheus.Desc
 }
 
 // Collector returns a prometheus.Collector of the server's metrics (see
@@ -122,6 +154,14 @@ func (srv *Server) Collector() prometheus.Collector {
 		sessionRefused: metricDesc("sessions_refused_total", "Sessions ended because their client broke a limit, by reason.", "reason"),
 		handlerErrors:  metricDesc("session_handler_errors_total", "Errors handlers returned, each ending its session."),
 		handlerPanics:  metricDesc("session_handler_panics_total", "Handler panics, each ending its session."),
+
+		batchesIn:          metricDesc("session_batches_received_total", "Batches sessions read that decoded."),
+		batchesOut:         metricDesc("session_batches_sent_total", "Batches sessions wrote."),
+		packetsIn:          metricDesc("session_packets_received_total", "Packets in the batches sessions read."),
+		packetsOut:         metricDesc("session_packets_sent_total", "Packets in the batches sessions wrote."),
+		sessionBytesIn:     metricDesc("session_received_bytes_total", "Bytes of the batches sessions read, decrypted and decompressed."),
+		sessionWireBytesIn: metricDesc("session_received_wire_bytes_total", "Bytes of the batches sessions read, as read (those that did not decode included)."),
+		sessionBytesOut:    metricDesc("session_sent_bytes_total", "Bytes of the batches sessions wrote, compressed and encrypted."),
 	}
 }
 
@@ -135,6 +175,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.rtt, c.window,
 		c.sessions, c.players, c.maxPlayers, c.ended, c.sessionRefused,
 		c.handlerErrors, c.handlerPanics,
+		c.batchesIn, c.batchesOut, c.packetsIn, c.packetsOut,
+		c.sessionBytesIn, c.sessionBytesOut, c.sessionWireBytesIn,
 	} {
 		ch <- d
 	}
@@ -145,7 +187,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	srv := c.srv
 	srv.mu.Lock()
 	listeners := srv.listeners()
-	sessions, players := len(srv.sessions), srv.players
+	sessions := slices.Collect(maps.Keys(srv.sessions))
+	players, totals := srv.players, srv.sessionCounts.totals
 	srv.mu.Unlock()
 	for _, l := range listeners {
 		c.collectListener(ch, l)
@@ -157,7 +200,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge(c.sessions, sessions)
+	gauge(c.sessions, len(sessions))
 	gauge(c.players, players)
 	gauge(c.maxPlayers, srv.conf.MaxPlayers)
 	m := &srv.sessionCounts
@@ -169,6 +212,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count(c.sessionRefused, st.TooLarge, "too_large")
 	count(c.sessionRefused, st.DecompressionBudget, "decompression_budget")
 	count(c.sessionRefused, st.LoginTimeouts, "login_timeout")
+
+	// Each session is among the live ones or in the totals, never both.
+	for _, s := range sessions {
+		addSessionStats(&totals, s.Stats())
+	}
+	count(c.batchesIn, totals.BatchesIn)
+	count(c.batchesOut, totals.BatchesOut)
+	count(c.packetsIn, totals.PacketsIn)
+	count(c.packetsOut, totals.PacketsOut)
+	count(c.sessionBytesIn, totals.BytesIn)
+	count(c.sessionWireBytesIn, totals.WireBytesIn)
+	count(c.sessionBytesOut, totals.BytesOut)
 }
 
 // collectListener sends the metrics of one listener and its connections.

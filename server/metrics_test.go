@@ -12,15 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/sandertv/gophertunnel/minecraft"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
 )
 
 // scrape fetches url and parses the text exposition with the Prometheus
@@ -122,22 +124,23 @@ var metricNames = []string{
 	"basalt_raknet_rtt_seconds", "basalt_raknet_congestion_window_bytes",
 	"basalt_sessions", "basalt_players", "basalt_players_max", "basalt_sessions_ended_total",
 	"basalt_sessions_refused_total", "basalt_session_handler_errors_total", "basalt_session_handler_panics_total",
+	"basalt_session_batches_received_total", "basalt_session_batches_sent_total",
+	"basalt_session_packets_received_total", "basalt_session_packets_sent_total",
+	"basalt_session_received_bytes_total", "basalt_session_received_wire_bytes_total", "basalt_session_sent_bytes_total",
 }
 
 // A scrape after a few pings and a player's join reports them all, with
 // the Go and process collectors beside; once the player leaves, its
-// session is counted as ended.
+// session is counted as ended, its figures kept in the totals.
 func TestMetricsScrape(t *testing.T) {
-	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", Handler: holdHandler{}})
+	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", NewHandler: keepHandler})
 	addr := gameAddr(t, srv)
 	const pings = 3
 	for range pings {
 		ping(t, addr)
 	}
-	c := dial(t, addr, raknet.Dialer{})
-	c.send(session.IDLogin, nil)
-	c.sync()
-	c.sync() // an echo the client acknowledges: the server's RTT sample
+	cancel := join(t, addr, "Steve")
+	waitFor(t, "a player", func() bool { return srv.PlayerCount() == 1 })
 	url := metricsURL(t, srv, "/metrics")
 	var mfs map[string]*dto.MetricFamily
 	waitFor(t, "an RTT sample", func() bool {
@@ -151,7 +154,7 @@ func TestMetricsScrape(t *testing.T) {
 		}
 	}
 	for name := range mfs {
-		if strings.HasPrefix(name, "basalt_") && !contains(metricNames, name) {
+		if strings.HasPrefix(name, "basalt_") && !slices.Contains(metricNames, name) {
 			t.Errorf("metric %s is not listed (in README.md and metricNames)", name)
 		}
 	}
@@ -179,10 +182,11 @@ func TestMetricsScrape(t *testing.T) {
 	equal("basalt_raknet_connections_established", 1, "listener", addr)
 	equal("basalt_raknet_connections_handshaking", 0, "listener", addr)
 	equal("basalt_raknet_connections", 1, "listener", addr)
-	// Pings, the handshake, the Login and two probes, each answered.
-	atLeast("basalt_raknet_datagrams_received_total", pings+6, "listener", addr)
-	atLeast("basalt_raknet_datagrams_sent_total", pings+4, "listener", addr)
-	atLeast("basalt_raknet_received_bytes_total", 100, "listener", addr)
+	// Pings, the handshake and the login, each answered.
+	atLeast("basalt_raknet_datagrams_received_total", pings+5, "listener", addr)
+	atLeast("basalt_raknet_datagrams_sent_total", pings+5, "listener", addr)
+	// A Login carries a certificate chain and skin: kilobytes.
+	atLeast("basalt_raknet_received_bytes_total", 2000, "listener", addr)
 	atLeast("basalt_raknet_sent_bytes_total", 100, "listener", addr)
 	for _, reason := range []string{"malformed", "oversize", "cookie", "rate_limited", "pool_full", "already_connected", "per_ip", "amplification", "budget"} {
 		equal("basalt_raknet_refused_total", 0, "listener", addr, "reason", reason)
@@ -192,6 +196,15 @@ func TestMetricsScrape(t *testing.T) {
 	equal("basalt_players_max", 20)
 	equal("basalt_sessions_ended_total", 0)
 	equal("basalt_sessions_refused_total", 0, "reason", "login_timeout")
+	equal("basalt_session_handler_errors_total", 0)
+	// RequestNetworkSettings and Login at least, each answered.
+	atLeast("basalt_session_batches_received_total", 2)
+	atLeast("basalt_session_packets_received_total", 2)
+	atLeast("basalt_session_batches_sent_total", 2)
+	atLeast("basalt_session_packets_sent_total", 2)
+	atLeast("basalt_session_received_bytes_total", 2000)
+	atLeast("basalt_session_received_wire_bytes_total", 1000)
+	atLeast("basalt_session_sent_bytes_total", 10)
 	h := sample(t, mfs, "basalt_raknet_rtt_seconds", "listener", addr).GetHistogram()
 	if h.GetSampleCount() != 1 || h.GetSampleSum() <= 0 || h.GetSampleSum() > 1 {
 		t.Errorf("RTT histogram: got %d samples summing to %v s, want 1 over loopback, in (0, 1]", h.GetSampleCount(), h.GetSampleSum())
@@ -200,60 +213,97 @@ func TestMetricsScrape(t *testing.T) {
 	if w.GetSampleCount() != 1 || w.GetSampleSum() < 1000 {
 		t.Errorf("window histogram: got %d samples summing to %v bytes, want 1 of at least 1000", w.GetSampleCount(), w.GetSampleSum())
 	}
+	live := value(sample(t, mfs, "basalt_session_packets_received_total"))
+	liveBytes := value(sample(t, mfs, "basalt_raknet_received_bytes_total", "listener", addr))
 
-	_ = c.conn.Close()
+	_ = srv.Sessions()[0].Close()
 	waitFor(t, "the session to end", func() bool { return len(srv.Sessions()) == 0 })
-	mfs = scrape(t, url)
+	cancel()
+	waitFor(t, "the connection to close", func() bool {
+		mfs = scrape(t, url)
+		return value(sample(t, mfs, "basalt_raknet_connections", "listener", addr)) == 0
+	})
 	equal("basalt_sessions", 0)
 	equal("basalt_players", 0)
 	equal("basalt_sessions_ended_total", 1)
+	// The ended session's and closed connection's figures stay counted.
+	atLeast("basalt_session_packets_received_total", live)
+	atLeast("basalt_raknet_received_bytes_total", liveBytes, "listener", addr)
 	if h := sample(t, mfs, "basalt_raknet_rtt_seconds", "listener", addr).GetHistogram(); h.GetSampleCount() != 0 {
 		t.Errorf("RTT histogram with no connection: got %d samples, want 0", h.GetSampleCount())
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
+// keepHandler keeps every player's session open, ignoring its packets.
+func keepHandler(*session.Session) (session.Handler, error) { return session.NopHandler{}, nil }
+
+// join logs in to addr as name with gophertunnel's client, in the
+// background (the server never starts a game, so the client waits), and
+// returns a function that gives up, closing the client's connection.
+func join(t *testing.T, addr, name string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: name}}
+		if conn, err := d.DialContext(ctx, "raknet", addr); err == nil {
+			_ = conn.Close()
 		}
+	}()
+	stop = func() {
+		cancel()
+		<-done
 	}
-	return false
+	t.Cleanup(stop)
+	return stop
 }
 
-// Handler errors and panics are counted as their sessions end.
-func TestMetricsHandlerErrors(t *testing.T) {
-	srv := startServer(t, Config{Handler: failHandler{}})
-	addr := gameAddr(t, srv)
-	for _, id := range []uint32{0x42, 0x43, 0x42} {
-		c := dial(t, addr, raknet.Dialer{})
-		c.send(id, nil)
-		c.expectClosed()
+// dialBedrock logs in to addr with gophertunnel's client and returns
+// once the server ended the session.
+func dialBedrock(t *testing.T, addr, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	defer cancel()
+	d := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: name}}
+	conn, err := d.DialContext(ctx, "raknet", addr)
+	if err == nil {
+		_ = conn.Close()
+		t.Fatal("dial: got a connection, want the server to end the session")
 	}
-	waitFor(t, "three sessions to end", func() bool { return srv.sessionCounts.ended.Load() == 3 })
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("dial: %v; want the server to end the session first", err)
+	}
+}
+
+// Handler errors and panics are counted as their sessions end; a kick is
+// not an error.
+func TestMetricsHandlerErrors(t *testing.T) {
+	srv := startServer(t, Config{NewHandler: func(s *session.Session) (session.Handler, error) {
+		id, _ := s.Identity()
+		switch id.DisplayName {
+		case "Error":
+			return nil, errors.New("refused")
+		case "Panic":
+			panic("boom")
+		}
+		return nil, session.Kick("bye")
+	}})
+	addr := gameAddr(t, srv)
+	for _, name := range []string{"Error", "Panic", "Kicked", "Error"} {
+		dialBedrock(t, addr, name)
+	}
+	waitFor(t, "four sessions to end", func() bool { return srv.sessionCounts.ended.Load() == 4 })
 	mfs := gather(t, srv)
 	for name, want := range map[string]float64{
 		"basalt_session_handler_errors_total": 2,
 		"basalt_session_handler_panics_total": 1,
-		"basalt_sessions_ended_total":         3,
+		"basalt_sessions_ended_total":         4,
 	} {
 		if got := value(sample(t, mfs, name)); got != want {
 			t.Errorf("%s: got %v, want %v", name, got, want)
 		}
 	}
-}
-
-// failHandler returns an error for packet 0x42 and panics on 0x43.
-type failHandler struct{ session.NopHandler }
-
-func (failHandler) HandlePacket(_ *session.Session, p session.Packet) error {
-	switch p.ID {
-	case 0x42:
-		return errors.New("refused")
-	case 0x43:
-		panic("boom")
-	}
-	return nil
 }
 
 // gather reads srv's collector directly, without an HTTP server.

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,18 +46,22 @@ const (
 // Config.New, start it with Listen or Run, and stop it with Close. Its
 // methods are safe for concurrent use.
 //
-// A player is a session whose Login packet the server admitted: a session
-// takes a player slot when it sends Login while fewer than MaxPlayers are
-// online, and frees it when it ends. A Login beyond the limit is refused
-// with a Disconnect (DisconnectReasonServerFull, ServerFullMessage) before
-// the handler sees it. The MOTD's player count is the number of players,
-// updated on every join and leave.
+// A player is a session whose login the server admitted: a session takes a
+// player slot when it has logged in (the session ran the pre-game protocol)
+// while fewer than MaxPlayers are online, and frees it when it ends. A
+// login beyond the limit is refused with a Disconnect
+// (DisconnectReasonServerFull, ServerFullMessage) before NewHandler sees it.
+// The MOTD's player count is the number of players, updated on every join
+// and leave.
 type Server struct {
-	conf    Config
-	log     zerolog.Logger
-	handler session.Handler
-	base    motd.Status // the MOTD without player count and ports
-	status  atomic.Value[motd.Status]
+	conf Config
+	log  zerolog.Logger
+	// handler makes each player's handler: Config.NewHandler, or the gate.
+	handler func(*session.Session) (session.Handler, error)
+	// key signs and derives every session's encryption handshake.
+	key    *ecdsa.PrivateKey
+	base   motd.Status // the MOTD without player count and ports
+	status atomic.Value[motd.Status]
 
 	// sessCtx is the context sessions run under; cancelled last in Close,
 	// after they were told the server is closing.
@@ -121,14 +128,12 @@ func (c Config) New() *Server {
 	srv := &Server{
 		conf:     c,
 		log:      c.Log.With().Str("src", "server").Logger(),
-		handler:  c.Handler,
+		handler:  c.NewHandler,
+		key:      newServerKey(),
 		sessions: make(map[*session.Session]*entry),
 	}
 	if srv.handler == nil {
-		srv.handler = session.GateHandler{
-			AcceptedProtocols: c.AcceptedProtocols,
-			Message:           c.DisconnectMessage,
-		}
+		srv.handler = session.Gate(c.DisconnectMessage)
 	}
 	srv.base = motd.Status{
 		Edition:         c.Edition,
@@ -227,10 +232,6 @@ func (srv *Server) Listen() error {
 }
 
 // listenConfig returns the configuration of every listener c asks for.
-// The session promotes a connection's share of the memory budget once its
-// player logged in.
-var _ interface{ Promote() } = (*raknet.Conn)(nil)
-
 func listenConfig(c Config) raknet.ListenConfig {
 	lc := raknet.ListenConfig{
 		ListenPacket:        c.listenPacket,
@@ -316,12 +317,25 @@ func (srv *Server) accept(l *raknet.Listener) {
 	}
 }
 
+// newServerKey returns a new P-384 key for the encryption handshakes of one
+// server.
+func newServerKey() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		panic(fmt.Sprintf("server: generate key: %v", err)) // crypto/rand does not fail
+	}
+	return k
+}
+
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
-	s := session.New(c, session.Config{
-		Handler:      tracker{srv: srv, h: countErrors{h: srv.handler, n: &srv.sessionCounts.handlerErrors}},
-		Log:          srv.conf.Log,
-		LoginTimeout: srv.conf.LoginTimeout,
+	s := session.New(netConn{c}, session.Config{
+		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
+		AcceptedProtocols: srv.conf.AcceptedProtocols,
+		Encryption:        srv.conf.Encryption,
+		ServerKey:         srv.key,
+		Log:               srv.conf.Log,
+		LoginTimeout:      srv.conf.LoginTimeout,
 	})
 	srv.mu.Lock()
 	if srv.closing {
@@ -352,6 +366,9 @@ func (srv *Server) run(s *session.Session) {
 		if id, ok := s.Identity(); ok {
 			e.Str("player", id.DisplayName)
 		}
+		if n, ok := s.NetStats(); ok {
+			logNetStats(e, n)
+		}
 		e.Err(err).Dur("duration", time.Since(start)).Msg("session closed")
 	}
 }
@@ -376,6 +393,7 @@ func (srv *Server) remove(s *session.Session) {
 	defer srv.mu.Unlock()
 	e := srv.sessions[s]
 	delete(srv.sessions, s)
+	srv.sessionCounts.add(s.Stats())
 	if e != nil && e.player {
 		srv.players--
 		srv.updateStatusLocked()
@@ -455,37 +473,33 @@ func (srv *Server) shutdown() {
 	}
 	srv.log.Info().Int("sessions", len(sessions)).Msg("shutting down")
 
-	// Each DisconnectWith waits for its client to acknowledge, so they run
-	// side by side: a slow client does not delay the others.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var wg sync.WaitGroup
-		for _, s := range sessions {
-			wg.Go(func() {
-				_ = s.DisconnectWith(session.DisconnectReasonShutdown, srv.conf.ShutdownMessage)
-			})
-		}
-		wg.Wait()
-	}()
+	// DisconnectWith only asks a session to end; each session then
+	// flushes and waits for its client to acknowledge on its own
+	// goroutines, side by side, so a slow client does not delay the others.
+	for _, s := range sessions {
+		_ = s.DisconnectWith(session.DisconnectReasonShutdown, srv.conf.ShutdownMessage)
+	}
 	t := time.NewTimer(srv.conf.ShutdownTimeout)
-	select {
-	case <-done:
-	case <-t.C:
-		srv.log.Warn().Dur("timeout", srv.conf.ShutdownTimeout).
-			Msg("clients did not acknowledge the shutdown in time; closing their connections")
+wait:
+	for _, s := range sessions {
+		select {
+		case <-s.Done():
+		case <-t.C:
+			srv.log.Warn().Dur("timeout", srv.conf.ShutdownTimeout).
+				Msg("clients did not acknowledge the shutdown in time; closing their connections")
+			break wait
+		}
 	}
 	t.Stop()
 
 	// Closing a listener closes its connections at once, which ends every
-	// session still running and unblocks the disconnects above.
+	// session still running.
 	srv.cancel()
 	for _, l := range listeners {
 		_ = l.Close()
 	}
 	srv.loops.Wait()
 	srv.running.Wait()
-	<-done
 	srv.log.Info().Stringer("uptime", time.Since(started).Round(time.Millisecond)).Msg("server closed")
 }
 

@@ -12,6 +12,10 @@ import (
 //	0xfe | [compression id u8, after NetworkSettings] | payload
 //	payload (after decompression) = repeat { varuint32 length | packet }
 //	packet = varuint32 header (id | sender<<10 | target<<12) | fields
+//
+// Once encryption is on, everything after the 0xfe, compression id
+// included, is encrypted with an 8-byte checksum appended (see
+// encryption.go): 0xfe | AES-CTR(compression id | payload | checksum).
 const (
 	// batchHeader opens every batch.
 	batchHeader byte = 0xfe
@@ -78,6 +82,11 @@ type batchDecoder struct {
 	// inflated counts the bytes decompression has produced, those of
 	// refused batches included.
 	inflated int64
+	// crypt, once set, decrypts every batch and checks its checksum before
+	// anything else looks at it.
+	crypt *crypt
+	// size is the decompressed size of the last batch decoded.
+	size int
 
 	buf     []byte
 	packets []Packet
@@ -101,6 +110,13 @@ func (d *batchDecoder) decode(b []byte) ([]Packet, error) {
 		return nil, fmt.Errorf("decode batch: header %#02x, want %#02x", b[0], batchHeader)
 	}
 	data := b[1:]
+	if d.crypt != nil {
+		// Decrypted in place: the session owns the batch (see Conn).
+		var err error
+		if data, err = d.crypt.open(data); err != nil {
+			return nil, fmt.Errorf("decode batch: %w", err)
+		}
+	}
 	if d.compressed {
 		if len(data) == 0 {
 			return nil, fmt.Errorf("decode batch: compression id: %w", io.ErrUnexpectedEOF)
@@ -118,6 +134,7 @@ func (d *batchDecoder) decode(b []byte) ([]Packet, error) {
 	if len(data) > d.maxSize {
 		return nil, fmt.Errorf("decode batch: %w (%d bytes)", ErrTooLarge, d.maxSize)
 	}
+	d.size = len(data)
 	return d.split(data)
 }
 
@@ -208,6 +225,8 @@ type batchEncoder struct {
 	// (Snappy is only read: see compressionSnappy); 0 disables compression
 	// (the id byte is then always 0xff).
 	threshold int
+	// crypt, once set, appends the checksum to every batch and encrypts it.
+	crypt *crypt
 
 	pending []byte // framed packets: varuint32 length | header | payload
 	count   int    // packets in pending
@@ -238,12 +257,16 @@ func (e *batchEncoder) encode() ([]byte, error) {
 	default:
 		out, err = deflate(append(out, byte(compressionFlate)), e.pending)
 	}
-	e.out = out
 	e.pending = e.pending[:0]
 	e.count = 0
 	if err != nil {
+		e.out = out
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
+	if e.crypt != nil {
+		out = e.crypt.seal(out)
+	}
+	e.out = out
 	return out, nil
 }
 

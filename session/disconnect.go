@@ -134,3 +134,38 @@ func (m *disconnect) Decode(b []byte) (int, error) {
 	m.Message, m.FilteredMessage = msg, filtered
 	return off + n, nil
 }
+
+// DisconnectError ends a session with a Disconnect packet that the client
+// shows on its disconnection screen. NewHandler, PreLogin or a Handler
+// method returns one, or an error wrapping one, to refuse or remove a
+// player: the session sends the Disconnect after whatever is buffered, then
+// closes, and Run's error wraps the DisconnectError. It is a plain value,
+// safe to share.
+type DisconnectError struct {
+	// Reason picks the error code the client shows.
+	Reason DisconnectReason
+	// Message is the text the client shows.
+	Message string
+}
+
+// Error returns the reason and the message.
+func (e *DisconnectError) Error() string {
+	return fmt.Sprintf("disconnect (%v): %s", e.Reason, e.Message)
+}
+
+// packet returns the Disconnect packet e stands for.
+func (e *DisconnectError) packet() *Packet {
+	return disconnectPacket(e.Reason, e.Message)
+}
+
+// Kick returns a *DisconnectError with DisconnectReasonKicked and message,
+// for a handler to return: return session.Kick("Banned.").
+func Kick(message string) error {
+	return &DisconnectError{Reason: DisconnectReasonKicked, Message: message}
+}
+
+// disconnectPacket returns a Disconnect packet with reason and message.
+func disconnectPacket(reason DisconnectReason, message string) *Packet {
+	pk := disconnect{Reason: reason, Message: message}
+	return &Packet{ID: IDDisconnect, Payload: pk.Append(nil)}
+}

@@ -2,35 +2,46 @@ package session_test
 
 import (
 	"context"
+	"time"
 
 	"github.com/basaltmc/basalt/session"
 )
 
-// greeter lets GateHandler negotiate network settings, then greets the
-// player by name instead of the gate's message.
+// greeter is one player's handler: the session has logged the player in
+// before newGreeter is called, so it knows who it greets.
 type greeter struct {
-	session.GateHandler
+	session.NopHandler
+	name string
 }
 
-func (g greeter) HandlePacket(s *session.Session, p session.Packet) error {
-	if p.ID == session.IDLogin {
-		id, err := session.ParseLogin(p.Payload)
-		if err != nil {
-			return err
-		}
-		s.SetIdentity(id)
-		return s.Disconnect("Welcome, " + id.DisplayName + "!")
+// newGreeter refuses players without an Xbox account and greets the
+// others by name.
+func newGreeter(s *session.Session) (session.Handler, error) {
+	id, _ := s.Identity()
+	if id.XUID == "" {
+		return nil, session.Kick("Sign in to Xbox Live to play here.")
 	}
-	return g.GateHandler.HandlePacket(s, p)
+	return &greeter{name: id.DisplayName}, nil
+}
+
+// HandlePacket greets the player at the first packet it sends after
+// logging in.
+func (g *greeter) HandlePacket(s *session.Session, p session.Packet) error {
+	return s.Disconnect("Welcome, " + g.name + "!")
 }
 
 // This example runs a session with a custom handler over a transport
-// connection, such as a raknet.Conn accepted by a listener.
+// connection, such as a raknet.Conn accepted by a listener, with
+// encryption on.
 func Example() {
 	var conn session.Conn // from the transport, e.g. raknet.Listener.Accept
 	if conn == nil {
 		return
 	}
-	s := session.New(conn, session.Config{Handler: greeter{}})
+	s := session.New(conn, session.Config{NewHandler: newGreeter, Encryption: true})
+	go func() {
+		time.Sleep(time.Minute)
+		_ = s.Disconnect("Time is up.") // does not block
+	}()
 	_ = s.Run(context.Background()) // returns when the session ends
 }

@@ -3,37 +3,68 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // handleRequestNetworkSettings answers the client's first packet. An accepted
 // protocol gets NetworkSettings, sent uncompressed, after which compression
-// is on in both directions; any other gets PlayStatus LoginFailed_ClientOld
-// or LoginFailed_ServerOld, uncompressed, and the session closes gracefully.
-func handleRequestNetworkSettings(g GateHandler, s *Session, payload []byte) error {
-	if s.CompressionEnabled() {
+// is on in both directions; any other gets PlayStatus LoginFailedClient or
+// LoginFailedServer, uncompressed, and the session ends.
+func handleRequestNetworkSettings(s *Session, payload []byte) error {
+	if s.phase != phaseNetworkSettings {
 		return errors.New("request network settings: sent twice")
 	}
 	var pk requestNetworkSettings
 	if _, err := pk.Decode(payload); err != nil {
 		return err
 	}
-	if status, ok := g.accepts(pk.ClientProtocol); !ok {
-		if e := s.Log().Debug(); e.Enabled() {
-			e.Int32("protocol", pk.ClientProtocol).Stringer("status", status).Msg("refused protocol")
-		}
-		ps := playStatus{Status: status}
-		if err := s.WritePacket(IDPlayStatus, ps.Append(nil)); err != nil {
-			return fmt.Errorf("refuse protocol %d: %w", pk.ClientProtocol, err)
-		}
-		return s.Close()
+	s.protocol.Store(pk.ClientProtocol)
+	if err := s.checkProtocol(pk.ClientProtocol); err != nil {
+		return err
 	}
 	ns := networkSettings{
-		CompressionThreshold: g.threshold(),
+		CompressionThreshold: s.threshold,
 		CompressionAlgorithm: compressionAlgorithmFlate,
 	}
 	if err := s.WritePacket(IDNetworkSettings, ns.Append(nil)); err != nil {
 		return fmt.Errorf("network settings: %w", err)
 	}
-	// Flushes NetworkSettings as it stands, then switches compression on.
-	return s.EnableCompression(ns.CompressionThreshold)
+	// Flushes NetworkSettings as it stands, then switches compression on;
+	// the next batch read is expected compressed.
+	if err := s.enableCompression(ns.CompressionThreshold); err != nil {
+		return fmt.Errorf("network settings: %w", err)
+	}
+	s.phase = phaseLogin
+	return nil
+}
+
+// checkProtocol refuses a client protocol the session does not accept: the
+// session ends after a PlayStatus saying which side is outdated, and the
+// error says so too.
+func (s *Session) checkProtocol(protocol int32) error {
+	status, ok := s.accepts(protocol)
+	if ok {
+		return nil
+	}
+	err := fmt.Errorf("refused client protocol %d: %v", protocol, status)
+	if e := s.Log().Debug(); e.Enabled() {
+		e.Int32("protocol", protocol).Stringer("status", status).Msg("refused protocol")
+	}
+	ps := playStatus{Status: status}
+	s.requestClose(err, &Packet{ID: IDPlayStatus, Payload: ps.Append(nil)})
+	return err
+}
+
+// accepts reports whether the client protocol is let through and, if not,
+// the PlayStatus that refuses it: LoginFailedClient for a client older than
+// the newest accepted protocol, LoginFailedServer for a newer one.
+func (s *Session) accepts(protocol int32) (PlayStatus, bool) {
+	switch {
+	case slices.Contains(s.accepted, protocol):
+		return PlayStatusLoginSuccess, true
+	case protocol < slices.Max(s.accepted):
+		return PlayStatusLoginFailedClient, false
+	default:
+		return PlayStatusLoginFailedServer, false
+	}
 }

@@ -3,6 +3,10 @@ package session
 import (
 	"bytes"
 	"compress/flate"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -30,6 +34,8 @@ type fakeConn struct {
 
 	mu         sync.Mutex
 	closeCalls int
+	// unread holds batches next returns before those the session wrote.
+	unread [][]byte
 }
 
 func newFakeConn() *fakeConn {
@@ -48,7 +54,8 @@ func (c *fakeConn) ReadPacket() ([]byte, error) {
 	}
 	select {
 	case b := <-c.in:
-		return b, nil
+		// The session decrypts in place: a test may send one slice twice.
+		return bytes.Clone(b), nil
 	case <-c.closed:
 		return nil, net.ErrClosed
 	}
@@ -82,6 +89,11 @@ func (c *fakeConn) send(b []byte) { c.in <- b }
 // next returns the next batch the session wrote, failing after 5 s.
 func (c *fakeConn) next(t *testing.T) []byte {
 	t.Helper()
+	if len(c.unread) > 0 {
+		b := c.unread[0]
+		c.unread = c.unread[1:]
+		return b
+	}
 	select {
 	case b := <-c.out:
 		return b
@@ -280,13 +292,34 @@ func steveLogin(t testing.TB) []byte {
 	chain := []string{
 		fakeJWT(t, map[string]any{"certificateAuthority": true, "identityPublicKey": "k1"}),
 		fakeJWT(t, map[string]any{"identityPublicKey": "k2"}),
-		fakeJWT(t, map[string]any{"extraData": map[string]any{
+		fakeJWT(t, map[string]any{"identityPublicKey": testClientKeyB64(t), "extraData": map[string]any{
 			"displayName": "Steve", "XUID": "2535400000000001",
 			"identity": "0b8ea5e2-7c8e-4a41-a3c5-9a6f7ad8d3b1", "titleId": "896928775",
 		}}),
 	}
-	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 64)})
+	cd := fakeJWT(t, map[string]any{"ThirdPartyName": "NotSteve", "SkinData": strings.Repeat("A", 64),
+		"DeviceOS": 7, "DeviceModel": "Test PC", "GameVersion": CurrentVersion, "LanguageCode": "en_GB"})
 	return loginPayload(CurrentProtocol, newFormChain(t, chain, ""), cd)
+}
+
+// testClientKey is the P-384 key Steve's Login carries, made once.
+var testClientKey = sync.OnceValue(func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P384(), crand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// testClientKeyB64 returns testClientKey's public key as a Login carries
+// it: base64 of its PKIX DER.
+func testClientKeyB64(t testing.TB) string {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(&testClientKey().PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
 }
 
 // promotingConn is a fakeConn with the transport's Promote, which it counts.
@@ -302,29 +335,22 @@ func (c *promotingConn) Promote() { c.promotes.Add(1) }
 // with its session.
 const probeID = 0x7d
 
-// holder negotiates network settings like the gate, logs in the player of a
-// valid Login without disconnecting them, refuses an invalid one as the gate
-// does, and echoes probeID packets at once.
-type holder struct{ GateHandler }
+// holder keeps a logged-in player's session open and echoes probeID
+// packets at once.
+type holder struct{ NopHandler }
 
-func (h holder) HandlePacket(s *Session, p Packet) error {
-	switch p.ID {
-	case IDLogin:
-		id, err := ParseLogin(p.Payload)
-		if err != nil {
-			_ = s.DisconnectWith(DisconnectReasonInvalidPlayer, "Invalid login.")
-			return err
-		}
-		s.SetIdentity(id)
+func (holder) HandlePacket(s *Session, p Packet) error {
+	if p.ID != probeID {
 		return nil
-	case probeID:
-		if err := s.WritePacket(probeID, p.Payload); err != nil {
-			return err
-		}
-		return s.Flush()
 	}
-	return h.GateHandler.HandlePacket(s, p)
+	if err := s.WritePacket(probeID, p.Payload); err != nil {
+		return err
+	}
+	return s.Flush()
 }
+
+// newHolder is the NewHandler of holder.
+func newHolder(*Session) (Handler, error) { return holder{}, nil }
 
 // negotiate sends RequestNetworkSettings for CurrentProtocol and reads the
 // NetworkSettings answer, after which both sides compress.
@@ -333,6 +359,29 @@ func (c *fakeConn) negotiate(t *testing.T) {
 	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
 	if pks := clientDecode(t, c.next(t), false); len(pks) != 1 || pks[0].ID != IDNetworkSettings {
 		t.Fatalf("got %+v, want NetworkSettings", pks)
+	}
+}
+
+// login negotiates, sends Steve's Login unencrypted and reads PlayStatus
+// LoginSuccess, after which the session's handler sees what c sends.
+func (c *fakeConn) login(t *testing.T) {
+	t.Helper()
+	c.negotiate(t)
+	c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)}))
+	c.expectLoginSuccess(t)
+}
+
+// expectLoginSuccess fails unless the next packet is PlayStatus
+// LoginSuccess; the packets after it in the same batch are kept for next.
+func (c *fakeConn) expectLoginSuccess(t *testing.T) {
+	t.Helper()
+	pks := clientDecode(t, c.next(t), true)
+	if len(pks) == 0 || pks[0].ID != IDPlayStatus || !bytes.Equal(pks[0].Payload, []byte{0, 0, 0, 0}) {
+		t.Fatalf("got %+v, want PlayStatus LoginSuccess first", pks)
+	}
+	if len(pks) > 1 {
+		// Put the rest back as a batch of its own.
+		c.unread = append(c.unread, clientBatch(t, plain, pks[1:]...))
 	}
 }
 

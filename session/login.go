@@ -15,8 +15,10 @@ import (
 )
 
 // Identity is who a client says it is, read from its Login packet. Nothing in
-// it is verified: ParseLogin does not check the JWT signatures, so a handler
-// must not trust it for authentication.
+// it is verified: ParseLogin does not check the JWT signatures or ask Xbox
+// Live, so anyone can claim any name or XUID and a handler must not trust it
+// for authentication. An Identity is a plain value; ClientData.Raw is shared
+// by its copies and must not be modified.
 type Identity struct {
 	// DisplayName is the player's name (Xbox gamertag for online players).
 	DisplayName string
@@ -26,8 +28,93 @@ type Identity struct {
 	// UUID is the player's identity UUID; the zero UUID when the login
 	// carried none and no XUID to derive one from.
 	UUID uuid.UUID
-	// Protocol is the client's network protocol version.
+	// Protocol is the client's network protocol version, as its Login
+	// states it.
 	Protocol int32
+	// IdentityPublicKey is the client's public key as the Login carries
+	// it: base64 of a PKIX DER P-384 key, from the multiplayer token's cpk
+	// claim or else the identityPublicKey of the chain's last JWT that has
+	// one. The encryption handshake runs against it. Empty if the Login
+	// carried none.
+	IdentityPublicKey string
+	// ClientData is what the client-data JWT of the Login says about the
+	// client: device, version, language, skin. The client sets all of it
+	// freely.
+	ClientData ClientData
+}
+
+// ClientData holds the common fields of a Login's client-data JWT, named
+// as gophertunnel's login.ClientData names them, and the whole claims raw.
+type ClientData struct {
+	// DeviceOS is the client's platform.
+	DeviceOS DeviceOS
+	// DeviceModel is the device's model name, e.g. "iPhone14,2".
+	DeviceModel string
+	// DeviceID is an identifier of the device, in a form that depends on
+	// the platform.
+	DeviceID string
+	// GameVersion is the client's game version, e.g. "1.26.50".
+	GameVersion string
+	// LanguageCode is the client's language, e.g. "en_US".
+	LanguageCode string
+	// ServerAddress is the address the player typed to join, host:port.
+	ServerAddress string
+	// SkinID identifies the player's skin.
+	SkinID string
+	// ThirdPartyName is the name shown to other players on some
+	// platforms; usually the display name.
+	ThirdPartyName string
+	// PlatformOnlineID is the player's id on the platform's own network
+	// (PSN, Nintendo), empty elsewhere.
+	PlatformOnlineID string
+	// ClientRandomID is a number the client picks at install time.
+	ClientRandomID int64
+	// CurrentInputMode is the input mode in use (1 mouse and keyboard,
+	// 2 touch, 3 gamepad, 4 motion controller).
+	CurrentInputMode int
+	// DefaultInputMode is the platform's default input mode.
+	DefaultInputMode int
+	// GUIScale is the interface scale the player chose.
+	GUIScale int
+	// UIProfile is 0 for the classic interface, 1 for pocket.
+	UIProfile int
+	// Raw is the JSON of all the claims, skin included (often hundreds of
+	// KiB), for fields not listed above.
+	Raw json.RawMessage
+}
+
+// DeviceOS is the platform a client runs on, as its client data reports
+// it.
+type DeviceOS int32
+
+// Platforms, numbered as Mojang and gophertunnel v1.62.0 number them.
+const (
+	DeviceUnknown   DeviceOS = -1
+	DeviceAndroid   DeviceOS = 1
+	DeviceIOS       DeviceOS = 2
+	DeviceOSX       DeviceOS = 3
+	DeviceFireOS    DeviceOS = 4
+	DeviceGearVR    DeviceOS = 5
+	DeviceHololens  DeviceOS = 6
+	DeviceWin10     DeviceOS = 7
+	DeviceWin32     DeviceOS = 8
+	DeviceDedicated DeviceOS = 9
+	DeviceTVOS      DeviceOS = 10
+	DeviceOrbis     DeviceOS = 11 // PlayStation
+	DeviceNX        DeviceOS = 12 // Nintendo Switch
+	DeviceXBOX      DeviceOS = 13
+	DeviceWP        DeviceOS = 14 // Windows Phone
+	DeviceLinux     DeviceOS = 15
+)
+
+// String returns the platform's name.
+func (d DeviceOS) String() string {
+	names := [...]string{"Unknown", "", "Android", "iOS", "macOS", "FireOS", "GearVR", "HoloLens",
+		"Windows", "Win32", "Dedicated", "tvOS", "PlayStation", "Switch", "Xbox", "WindowsPhone", "Linux"}
+	if i := int(d) + 1; i >= 0 && i < len(names) && names[i] != "" {
+		return names[i]
+	}
+	return fmt.Sprintf("DeviceOS(%d)", int32(d))
 }
 
 // Limits on the parts of a Login packet. The whole packet is already capped
@@ -157,7 +244,8 @@ func readLEBytes(b []byte, max int) (v, rest []byte, err error) {
 // chainClaims are the claims of a chain JWT; the last one of an Xbox chain
 // (and the only one of a self-signed chain) carries extraData.
 type chainClaims struct {
-	ExtraData struct {
+	IdentityPublicKey string `json:"identityPublicKey"`
+	ExtraData         struct {
 		DisplayName string `json:"displayName"`
 		XUID        string `json:"XUID"`
 		Identity    string `json:"identity"`
@@ -170,13 +258,27 @@ type tokenClaims struct {
 	XName   string `json:"xname"`
 	XID     string `json:"xid"`
 	LegUUID string `json:"leguuid"`
+	CPK     string `json:"cpk"`
 }
 
-// clientDataClaims are the name fields of the client-data JWT, which the
-// client is free to set.
+// clientDataClaims are the fields of the client-data JWT the session reads,
+// which the client is free to set.
 type clientDataClaims struct {
-	ThirdPartyName string `json:"ThirdPartyName"`
-	DisplayName    string `json:"DisplayName"`
+	DisplayName      string   `json:"DisplayName"`
+	DeviceOS         DeviceOS `json:"DeviceOS"`
+	DeviceModel      string   `json:"DeviceModel"`
+	DeviceID         string   `json:"DeviceId"`
+	GameVersion      string   `json:"GameVersion"`
+	LanguageCode     string   `json:"LanguageCode"`
+	ServerAddress    string   `json:"ServerAddress"`
+	SkinID           string   `json:"SkinId"`
+	ThirdPartyName   string   `json:"ThirdPartyName"`
+	PlatformOnlineID string   `json:"PlatformOnlineId"`
+	ClientRandomID   int64    `json:"ClientRandomId"`
+	CurrentInputMode int      `json:"CurrentInputMode"`
+	DefaultInputMode int      `json:"DefaultInputMode"`
+	GUIScale         int      `json:"GuiScale"`
+	UIProfile        int      `json:"UIProfile"`
 }
 
 // ParseLogin reads the player's identity from the payload of a Login packet
@@ -185,8 +287,10 @@ type clientDataClaims struct {
 // extraData claim of the chain's JWTs (last first), the multiplayer token
 // (xname, xid, leguuid), then the client-data JWT (ThirdPartyName or
 // DisplayName). A missing UUID is derived from the XUID as gophertunnel does.
-// ParseLogin bounds every length and size it reads and never panics; it is
-// safe for concurrent use.
+// The identity public key comes from the token's cpk claim, or else the
+// chain's last identityPublicKey. Client data that is missing or not a JWT
+// leaves ClientData empty. ParseLogin bounds every length and size it reads
+// and never panics; it is safe for concurrent use.
 func ParseLogin(payload []byte) (Identity, error) {
 	var pk login
 	n, err := pk.Decode(payload)
@@ -200,7 +304,12 @@ func ParseLogin(payload []byte) (Identity, error) {
 	if err := req.decode(pk.ConnectionRequest); err != nil {
 		return Identity{}, fmt.Errorf("parse login: connection request: %w", err)
 	}
-	name, xuid, ident := req.identity()
+	var cd clientDataClaims
+	raw, cdOK := jwtPayload(req.ClientData)
+	if cdOK && json.Unmarshal(raw, &cd) != nil {
+		cdOK = false
+	}
+	name, xuid, ident := req.identity(cd, cdOK)
 	if name == "" {
 		return Identity{}, fmt.Errorf("parse login: %w", errNoDisplayName)
 	}
@@ -210,7 +319,18 @@ func ParseLogin(payload []byte) (Identity, error) {
 	if err := validateXUID(xuid); err != nil {
 		return Identity{}, fmt.Errorf("parse login: %w", err)
 	}
-	id := Identity{DisplayName: name, XUID: xuid, Protocol: pk.ClientProtocol}
+	id := Identity{DisplayName: name, XUID: xuid, Protocol: pk.ClientProtocol, IdentityPublicKey: req.publicKey()}
+	if cdOK {
+		id.ClientData = ClientData{
+			DeviceOS: cd.DeviceOS, DeviceModel: cd.DeviceModel, DeviceID: cd.DeviceID,
+			GameVersion: cd.GameVersion, LanguageCode: cd.LanguageCode,
+			ServerAddress: cd.ServerAddress, SkinID: cd.SkinID,
+			ThirdPartyName: cd.ThirdPartyName, PlatformOnlineID: cd.PlatformOnlineID,
+			ClientRandomID: cd.ClientRandomID, CurrentInputMode: cd.CurrentInputMode,
+			DefaultInputMode: cd.DefaultInputMode, GUIScale: cd.GUIScale, UIProfile: cd.UIProfile,
+			Raw: raw,
+		}
+	}
 	switch {
 	case ident != "":
 		u, err := uuid.Parse(ident)
@@ -224,8 +344,9 @@ func ParseLogin(payload []byte) (Identity, error) {
 	return id, nil
 }
 
-// identity returns the first player identity the request's JWTs carry.
-func (c *connectionRequest) identity() (name, xuid, ident string) {
+// identity returns the first player identity the request's JWTs carry; cd
+// is the client data, if ok.
+func (c *connectionRequest) identity(cd clientDataClaims, ok bool) (name, xuid, ident string) {
 	for i := len(c.Chain) - 1; i >= 0; i-- {
 		var cl chainClaims
 		if jwtClaims(c.Chain[i], &cl) && cl.ExtraData.DisplayName != "" {
@@ -236,8 +357,7 @@ func (c *connectionRequest) identity() (name, xuid, ident string) {
 	if jwtClaims(c.Token, &tok) && tok.XName != "" {
 		return tok.XName, tok.XID, tok.LegUUID
 	}
-	var cd clientDataClaims
-	if jwtClaims(c.ClientData, &cd) {
+	if ok {
 		if cd.ThirdPartyName != "" {
 			return cd.ThirdPartyName, "", ""
 		}
@@ -246,27 +366,51 @@ func (c *connectionRequest) identity() (name, xuid, ident string) {
 	return "", "", ""
 }
 
+// publicKey returns the client's identity public key as the request
+// carries it: the token's cpk, as gophertunnel prefers it, or else the
+// identityPublicKey of the last chain JWT that has one.
+func (c *connectionRequest) publicKey() string {
+	var tok tokenClaims
+	if jwtClaims(c.Token, &tok) && tok.CPK != "" {
+		return tok.CPK
+	}
+	for i := len(c.Chain) - 1; i >= 0; i-- {
+		var cl chainClaims
+		if jwtClaims(c.Chain[i], &cl) && cl.IdentityPublicKey != "" {
+			return cl.IdentityPublicKey
+		}
+	}
+	return ""
+}
+
 // jwtClaims decodes the payload (middle part) of the compact JWT tok into v
 // and reports whether it could. The signature is not checked. Padding and
 // the standard base64 alphabet are tolerated, as clients differ.
 func jwtClaims(tok string, v any) bool {
+	b, ok := jwtPayload(tok)
+	return ok && json.Unmarshal(b, v) == nil
+}
+
+// jwtPayload returns the decoded payload (middle part) of the compact JWT
+// tok, not checking the signature, and whether it could be decoded.
+func jwtPayload(tok string) ([]byte, bool) {
 	first := strings.IndexByte(tok, '.')
 	if first < 0 {
-		return false
+		return nil, false
 	}
 	rest := tok[first+1:]
 	last := strings.IndexByte(rest, '.')
 	if last < 0 {
-		return false
+		return nil, false
 	}
 	seg := strings.TrimRight(rest[:last], "=")
 	b, err := base64.RawURLEncoding.DecodeString(seg)
 	if err != nil {
 		if b, err = base64.RawStdEncoding.DecodeString(seg); err != nil {
-			return false
+			return nil, false
 		}
 	}
-	return json.Unmarshal(b, v) == nil
+	return b, true
 }
 
 // validateDisplayName refuses names that are too long or carry control

@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"errors"
 	"fmt"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,15 +18,21 @@ import (
 
 // Conn is the transport a Session runs over. raknet.Conn satisfies it. A
 // Conn that also has a Promote() method is told, through it, when the
-// player has logged in (see SetIdentity).
+// player has logged in; one with a NetStats() NetStats method backs
+// Session.NetStats.
 type Conn interface {
-	// ReadPacket returns the next 0xfe batch the peer sent.
+	// ReadPacket returns the next 0xfe batch the peer sent. The slice is
+	// the session's until the next ReadPacket: the session decrypts it in
+	// place.
 	ReadPacket() ([]byte, error)
 	// Write sends b as one batch, reliably and in order. As io.Writer
-	// requires, it must not keep b after returning.
+	// requires, it must not keep b after returning. It may block while the
+	// peer does not take data; the session bounds that wait with
+	// Config.WriteTimeout.
 	Write(b []byte) (int, error)
 	// Close delivers what was written, then closes the connection. It must
-	// unblock a pending ReadPacket.
+	// unblock a pending ReadPacket and a pending Write, and be safe to call
+	// while one is in progress.
 	Close() error
 	// RemoteAddr returns the peer's address.
 	RemoteAddr() net.Addr
@@ -32,47 +41,101 @@ type Conn interface {
 // promoter is a Conn that treats a connection differently once its player
 // has logged in. raknet.Conn, for one, gives a connection a much smaller
 // share of the listener's memory budget before Promote than after. The
-// session calls Promote once, when SetIdentity first accepts a player, and
-// never for a session whose Login was refused.
+// session calls Promote once, when the login completes, and never for a
+// session whose login was refused.
 type promoter interface {
 	Promote()
 }
 
-// DefaultFlushInterval is how long a written packet waits, at most, for
-// others to share its batch unless Config says otherwise: 50 ms, one game
-// tick, as gophertunnel flushes.
-const DefaultFlushInterval = 50 * time.Millisecond
-
-// DefaultLoginTimeout is how long a client has, from the start of Run, to
-// log in unless Config says otherwise: 10 s, as PocketMine-MP allows. A
-// Login of a few MiB crosses a slow mobile link in a few seconds, and until
-// then the connection holds a session and its pre-login share of the
-// transport's memory without having proven anything.
-const DefaultLoginTimeout = 10 * time.Second
+// Defaults for zero Config fields.
+const (
+	// DefaultFlushInterval is how long a written packet waits, at most,
+	// for others to share its batch: 50 ms, one game tick, as
+	// gophertunnel flushes.
+	DefaultFlushInterval = 50 * time.Millisecond
+	// DefaultLoginTimeout is how long a client has, from the start of Run,
+	// to log in: 10 s, as PocketMine-MP allows. A Login of a few MiB
+	// crosses a slow mobile link in a few seconds, and until then the
+	// connection holds a session and its pre-login share of the
+	// transport's memory without having proven anything.
+	DefaultLoginTimeout = 10 * time.Second
+	// DefaultWriteTimeout is how long a write may wait on a transport that
+	// does not take data: 5 s, longer than any pause of a client that is
+	// still reading, short enough that a stuck one does not hold its
+	// slot for long.
+	DefaultWriteTimeout = 5 * time.Second
+	// DefaultCompressionThreshold is the smallest batch both sides
+	// compress, in bytes, as announced in NetworkSettings.
+	DefaultCompressionThreshold = 512
+)
 
 // Disconnect messages for sessions the server ends because the client broke
-// a limit.
+// a limit or sent a login it cannot take.
 const (
 	loginTimeoutMessage     = "Login timed out."
 	preLoginTooLargeMessage = "Your login data is too large for this server (is your skin very large?)."
 	tooLargeMessage         = "Packet too large."
 	budgetMessage           = "Too much data sent too fast."
+	invalidLoginMessage     = "Invalid login."
 )
 
-// ErrHandlerPanic is wrapped by the error Run returns when the Handler
-// panicked, so a caller can tell a bug in a handler from a misbehaving peer.
+// ErrHandlerPanic is wrapped by the error Run returns when NewHandler,
+// PreLogin or the Handler panicked, so a caller can tell a bug in a handler
+// from a misbehaving peer.
 var ErrHandlerPanic = errors.New("handler panicked")
 
 // ErrLoginTimeout is wrapped by the error Run returns when the player did
-// not log in (see SetIdentity) within Config.LoginTimeout.
+// not log in within Config.LoginTimeout.
 var ErrLoginTimeout = errors.New("login timed out")
 
-// Config configures a Session. Its zero value is ready to use: the default
-// GateHandler, no logging, batches of 4 MiB before login and 16 MiB after, a
-// 10 s login deadline and a 50 ms flush interval.
+// ErrWriteTimeout is wrapped by the error Run returns when a write to the
+// Conn did not complete within Config.WriteTimeout: the client stopped
+// reading.
+var ErrWriteTimeout = errors.New("write timed out")
+
+// Config configures a Session. Its zero value is ready to use: the gate
+// (Gate(DefaultGateMessage)), CurrentProtocol alone, batches of 512 bytes
+// or more compressed, no encryption, no logging, batches of 4 MiB before
+// login and 16 MiB after, a 10 s login deadline, a 50 ms flush interval and
+// a 5 s write timeout.
 type Config struct {
-	// Handler receives the session's events. Nil means GateHandler{}.
-	Handler Handler
+	// NewHandler is called once per session, on the session's goroutine,
+	// when the player has logged in: network settings negotiated, protocol
+	// accepted, Login parsed, with Encryption the handshake done, and
+	// PlayStatus LoginSuccess buffered, so whatever NewHandler writes
+	// (ResourcePacksInfo, typically) follows it. s.Identity() is set. It
+	// returns the session's handler; an error ends the session, and a
+	// *DisconnectError (see Kick) is shown to the client first. Nil means
+	// Gate(DefaultGateMessage).
+	NewHandler func(s *Session) (Handler, error)
+	// AcceptedProtocols lists the client protocols let in. Empty means
+	// CurrentProtocol alone. A client older than the newest listed is sent
+	// PlayStatus LoginFailedClient, any other PlayStatus LoginFailedServer,
+	// as vanilla servers do; the check runs at RequestNetworkSettings and
+	// again at Login.
+	AcceptedProtocols []int32
+	// CompressionThreshold is announced in NetworkSettings: batches this
+	// size or larger are compressed (with DEFLATE). 0 means
+	// DefaultCompressionThreshold.
+	CompressionThreshold uint16
+	// Encryption runs the Bedrock encryption handshake after Login
+	// (ServerToClientHandshake, ClientToServerHandshake), then encrypts
+	// every batch both ways with AES-256-CTR and a SHA-256 checksum, as
+	// BDS does. A Login without a usable identity public key is then
+	// refused.
+	Encryption bool
+	// ServerKey is the P-384 key the handshake is signed and derived with.
+	// Nil means one key made the first time a session needs it and shared
+	// by every session of the process after. New panics for a key on
+	// another curve.
+	ServerKey *ecdsa.PrivateKey
+	// PreLogin, if set, sees every packet the client sends before
+	// NewHandler is called (RequestNetworkSettings, Login,
+	// ClientToServerHandshake and anything else), raw, before the session
+	// handles it; p.Payload is valid only until it returns. An error ends
+	// the session (a *DisconnectError is shown first), a panic too. It is
+	// for proxies and tools, and is called on the session's goroutine.
+	PreLogin func(s *Session, p Packet) error
 	// Log receives the session's messages, with the remote address as
 	// context. Nil discards them.
 	Log *zerolog.Logger
@@ -81,91 +144,174 @@ type Config struct {
 	// with a Disconnect. Zero or less means DefaultMaxDecompressedSize.
 	MaxDecompressedSize int
 	// MaxPreLoginSize caps the decompressed size of an incoming batch in
-	// bytes until the player has logged in (SetIdentity); a bigger batch
-	// ends the session with a Disconnect. Zero or less means
-	// DefaultMaxPreLoginSize, and it is never more than
-	// MaxDecompressedSize.
+	// bytes until the player has logged in; a bigger batch ends the
+	// session with a Disconnect. Zero or less means DefaultMaxPreLoginSize,
+	// and it is never more than MaxDecompressedSize.
 	MaxPreLoginSize int
 	// LoginTimeout is how long after Run starts the player has to log in
-	// (SetIdentity) before the session ends with a Disconnect ("Login timed
-	// out.") and Run returns an error wrapping ErrLoginTimeout. Zero means
-	// DefaultLoginTimeout; negative means no deadline.
+	// (the handshake done, when Encryption is on) before the session ends
+	// with a Disconnect ("Login timed out.") and Run returns an error
+	// wrapping ErrLoginTimeout. Zero means DefaultLoginTimeout; negative
+	// means no deadline.
 	LoginTimeout time.Duration
 	// FlushInterval is the longest a written packet is buffered before its
 	// batch is sent. Zero or less means DefaultFlushInterval.
 	FlushInterval time.Duration
+	// WriteTimeout bounds how long a write to the Conn may wait on a
+	// transport that does not take data (a client that stopped reading):
+	// past it the session ends and Run's error wraps ErrWriteTimeout, so
+	// WritePacket and Flush never block much longer. Zero or less means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
-// Session is one client's packet loop over a Conn: it decodes the batches the
-// client sends into packets for the Handler and batches the packets the
-// handler writes. Create it with New and drive it with Run. Its methods are
-// safe for concurrent use; closing it from any goroutine is safe and ends
-// Run.
+// phase is where a session stands in the pre-game protocol.
+type phase uint8
+
+const (
+	// phaseNetworkSettings waits for RequestNetworkSettings.
+	phaseNetworkSettings phase = iota
+	// phaseLogin waits for Login; batches carry a compression id.
+	phaseLogin
+	// phaseHandshake waits for ClientToServerHandshake; batches are
+	// encrypted.
+	phaseHandshake
+	// phasePlaying hands every packet to the handler.
+	phasePlaying
+)
+
+// String returns the phase's name.
+func (p phase) String() string {
+	switch p {
+	case phaseNetworkSettings:
+		return "network settings"
+	case phaseLogin:
+		return "login"
+	case phaseHandshake:
+		return "handshake"
+	case phasePlaying:
+		return "playing"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// Session is one client's packet loop over a Conn. It runs the pre-game
+// protocol itself (network settings, protocol check, Login, with
+// Config.Encryption the encryption handshake), then hands every game packet
+// of the logged-in player to the Handler Config.NewHandler made for it, and
+// batches the packets written. Create it with New and drive it with Run.
+// Its methods are safe for concurrent use; Close, Disconnect and
+// DisconnectWith only ask the session to end, which it does on its own
+// goroutines (Done tells when).
 //
-// Until the player has logged in (SetIdentity) a session is held to less:
-// batches decompress to at most Config.MaxPreLoginSize, with a budget of
-// about that much decompression in all, and the login must come within
+// Until the player has logged in a session is held to less: batches
+// decompress to at most Config.MaxPreLoginSize, with a budget of about that
+// much decompression in all, and the login must come within
 // Config.LoginTimeout. Afterwards batches may reach
 // Config.MaxDecompressedSize, within a budget of 32 MiB of decompression a
 // second. A client that breaks a limit is sent a Disconnect saying so and
 // the session ends; Run's error wraps ErrTooLarge, ErrDecompressionBudget or
 // ErrLoginTimeout.
 type Session struct {
-	conn     Conn
-	handler  Handler
-	interval time.Duration
-	baseLog  zerolog.Logger
-	log      atomic.Pointer[zerolog.Logger]
-	identity atomic.Pointer[Identity]
-	// compressed mirrors enc.compressed for the reading side.
-	compressed atomic.Bool
-	running    atomic.Bool
-
-	// loggedIn is set by the first SetIdentity, which also closes
-	// loginDone to stop the login deadline.
-	loggedIn     atomic.Bool
-	loginDone    chan struct{}
+	conn         Conn
+	newHandler   func(*Session) (Handler, error)
+	preLogin     func(*Session, Packet) error
+	accepted     []int32
+	threshold    uint16
+	encryption   bool
+	serverKey    *ecdsa.PrivateKey // nil: processKey
+	interval     time.Duration
+	writeTimeout time.Duration
 	loginTimeout time.Duration // 0: no deadline
 	// maxSize is the batch cap once logged in; dec.maxSize is the cap in
 	// force.
 	maxSize int
 
-	// dec is owned by the goroutine running Run.
-	dec batchDecoder
+	baseLog  zerolog.Logger
+	log      atomic.Pointer[zerolog.Logger]
+	identity atomic.Pointer[Identity]
+	protocol atomic.Int32
+	running  atomic.Bool
+	stats    counters
+
+	// Owned by the goroutine running Run.
+	phase   phase
+	handler Handler // nil until NewHandler returned one
+	dec     batchDecoder
+	// batchEncrypted reports whether the batch being dispatched was
+	// encrypted.
+	batchEncrypted bool
+	// loggedIn is set when the login completes, which also closes
+	// loginDone to stop the login deadline.
+	loggedIn  bool
+	loginDone chan struct{}
 
 	writeMu     sync.Mutex
 	enc         batchEncoder // guarded by writeMu
 	writeClosed bool         // guarded by writeMu
+	// watchdog ends the session when a Conn.Write outlasts writeTimeout;
+	// it is armed around every Write, under writeMu. watchdogs counts
+	// the arming that may still run its function, so Run can wait for it.
+	watchdog  *time.Timer
+	watchdogs sync.WaitGroup
 	// kick wakes the flush loop when the first packet of a batch is
 	// buffered, so an idle session has no timer running.
 	kick chan struct{}
 
-	closeOnce sync.Once
-	closed    chan struct{}
-	cause     error // written once inside closeOnce
-	closeErr  error // written once inside closeOnce
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// closeOnce records the first request to end the session: its cause
+	// and the packet to send last. closing is closed then, and closingNow
+	// set, so writes after it are refused and the Disconnect stays last.
+	closeOnce  sync.Once
+	closing    chan struct{}
+	closingNow atomic.Bool
+	cause      error   // written once inside closeOnce
+	last       *Packet // written once inside closeOnce
+	connOnce   sync.Once
+	done       chan struct{}
 }
 
 // New returns a Session over conn configured by cfg. It starts nothing: call
-// Run. New panics if conn is nil.
+// Run. New panics if conn is nil or cfg.ServerKey is not a P-384 key.
 func New(conn Conn, cfg Config) *Session {
 	if conn == nil {
 		panic("session: New with nil Conn")
 	}
-	s := &Session{
-		conn:      conn,
-		handler:   cfg.Handler,
-		interval:  cfg.FlushInterval,
-		baseLog:   zerolog.Nop(),
-		kick:      make(chan struct{}, 1),
-		closed:    make(chan struct{}),
-		loginDone: make(chan struct{}),
+	if cfg.ServerKey != nil && cfg.ServerKey.Curve != elliptic.P384() {
+		panic("session: Config.ServerKey is not a P-384 key")
 	}
-	if s.handler == nil {
-		s.handler = GateHandler{}
+	s := &Session{
+		conn:         conn,
+		newHandler:   cfg.NewHandler,
+		preLogin:     cfg.PreLogin,
+		accepted:     slices.Clone(cfg.AcceptedProtocols),
+		threshold:    cfg.CompressionThreshold,
+		encryption:   cfg.Encryption,
+		serverKey:    cfg.ServerKey,
+		interval:     cfg.FlushInterval,
+		writeTimeout: cfg.WriteTimeout,
+		baseLog:      zerolog.Nop(),
+		kick:         make(chan struct{}, 1),
+		closing:      make(chan struct{}),
+		done:         make(chan struct{}),
+		loginDone:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if s.newHandler == nil {
+		s.newHandler = Gate(DefaultGateMessage)
+	}
+	if len(s.accepted) == 0 {
+		s.accepted = []int32{CurrentProtocol}
+	}
+	if s.threshold == 0 {
+		s.threshold = DefaultCompressionThreshold
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultFlushInterval
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = DefaultWriteTimeout
 	}
 	s.maxSize = cfg.MaxDecompressedSize
 	if s.maxSize <= 0 {
@@ -193,60 +339,73 @@ func New(conn Conn, cfg Config) *Session {
 }
 
 // Run serves the session until it ends: the client goes away or sends a
-// batch that does not decode, the handler returns an error or panics, the
-// session is closed, or ctx is done. It calls HandleOpen first and
-// HandleClose exactly once at the end, closes the Conn, and returns only once
-// every goroutine it started has stopped. The error is nil when this side
-// closed the session (Close, Disconnect), context.Cause(ctx) when ctx ended
-// it, and otherwise what went wrong. Run panics if called twice.
+// batch that does not decode or a login that is refused, the handler
+// returns an error or panics, the session is closed, or ctx is done. It
+// flushes what is buffered (and the Disconnect, if one is due), closes the
+// Conn, calls HandleClose if NewHandler made a handler, and returns only
+// once every goroutine it started has stopped; Done is closed then. The
+// error is nil when this side closed the session (Close, Disconnect, the
+// gate), context.Cause(ctx) when ctx ended it, and otherwise what went
+// wrong, wrapping the *DisconnectError a handler returned. Run panics if
+// called twice.
 func (s *Session) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		panic("session: Run called twice")
 	}
+	defer close(s.done)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.flushLoop(ctx) })
-	s.closeWith(s.serve(), nil)
+	wg.Go(func() { s.control(ctx) })
+	s.fail(s.serve())
 	wg.Wait()
-	s.callClose(s.cause)
+	// Every write is refused by now, so no watchdog is armed again.
+	s.watchdogs.Wait()
+	if s.handler != nil {
+		s.callClose(s.cause)
+	}
 	if s.cause != nil {
 		s.Log().Debug().Err(s.cause).Msg("session ended")
 	}
 	return s.cause
 }
 
-// serve runs the handler over incoming batches until the session must end,
-// and returns why (nil when it was closed on purpose).
+// serve reads batches and dispatches their packets until the session must
+// end, and returns why (nil when it was closed on purpose).
 func (s *Session) serve() error {
 	s.dec.budget = newTokenBucket(preLoginDecompressRate, s.dec.maxSize, s.dec.clock())
-	if err := s.callOpen(); err != nil {
-		return err
-	}
-	loggedIn := false
+	budgetLoggedIn := false
 	for {
+		if s.isClosing() {
+			return nil
+		}
 		b, err := s.conn.ReadPacket()
-		if s.isClosed() {
+		if s.isClosing() {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read batch: %w", err)
 		}
-		if !loggedIn && s.loggedIn.Load() {
+		s.stats.wireBytesIn.Add(uint64(len(b)))
+		if !budgetLoggedIn && s.loggedIn {
 			// The player logged in during an earlier batch: the batches
 			// from here on get the logged-in cap and a fresh budget.
-			loggedIn = true
+			budgetLoggedIn = true
 			s.dec.maxSize = s.maxSize
 			s.dec.budget = newTokenBucket(decompressRate, s.maxSize, s.dec.clock())
 		}
-		s.dec.compressed = s.compressed.Load()
+		s.dec.compressed = s.phase != phaseNetworkSettings
+		s.batchEncrypted = s.dec.crypt != nil
 		pks, err := s.dec.decode(b)
 		if err != nil {
-			return s.refuse(err, loggedIn)
+			return s.refuse(err)
 		}
+		s.stats.batchesIn.Add(1)
+		s.stats.packetsIn.Add(uint64(len(pks)))
+		s.stats.bytesIn.Add(uint64(s.dec.size))
 		for _, p := range pks {
-			if err := s.callPacket(p); err != nil {
+			if err := s.dispatch(p); err != nil {
 				return err
 			}
-			if s.isClosed() {
+			if s.isClosing() {
 				return nil
 			}
 		}
@@ -254,16 +413,55 @@ func (s *Session) serve() error {
 	}
 }
 
+// dispatch hands p to the handler once the player has logged in, and
+// before that to PreLogin and the session's own handler of its id.
+func (s *Session) dispatch(p Packet) error {
+	if s.phase == phasePlaying {
+		return s.callPacket(p)
+	}
+	if s.preLogin != nil {
+		if err := s.callPreLogin(p); err != nil {
+			return err
+		}
+		if s.isClosing() {
+			return nil
+		}
+	}
+	if h := preLoginHandlers[p.ID]; h != nil {
+		return h(s, p.Payload)
+	}
+	return nil
+}
+
+// preLoginHandler handles one packet of the pre-game protocol.
+type preLoginHandler func(s *Session, payload []byte) error
+
+// preLoginHandlers maps the ids of the packets a client sends before it has
+// logged in to their handlers. A nil handler means the packet is
+// deliberately ignored; packets missing from the map are ignored too, since
+// a client may send more than the login needs.
+var preLoginHandlers = map[uint32]preLoginHandler{
+	IDRequestNetworkSettings:  handleRequestNetworkSettings,
+	IDLogin:                   handleLogin,
+	IDClientToServerHandshake: handleClientToServerHandshake,
+	// The client reporting a packet of ours it could not read. Nothing sent
+	// before login is worth answering.
+	IDPacketViolationWarning: nil,
+	// Sent after PlayStatus LoginSuccess, which only the login's end
+	// sends; one that comes earlier is early and harmless.
+	IDClientCacheStatus: nil,
+}
+
 // refuse ends the session over a batch that broke a size or budget limit,
-// telling the client why, and returns err. Any other decode error ends it
-// without a word: a client that sends malformed batches is not one a
-// message would help.
-func (s *Session) refuse(err error, loggedIn bool) error {
+// telling the client why, and returns err. Any other decode error (a bad
+// checksum among them) ends it without a word: a client that sends
+// malformed batches is not one a message would help.
+func (s *Session) refuse(err error) error {
 	var msg string
 	switch {
 	case errors.Is(err, ErrDecompressionBudget):
 		msg = budgetMessage
-	case errors.Is(err, ErrTooLarge) && !loggedIn:
+	case errors.Is(err, ErrTooLarge) && !s.loggedIn:
 		msg = preLoginTooLargeMessage
 		err = fmt.Errorf("%w before login", err)
 	case errors.Is(err, ErrTooLarge):
@@ -271,22 +469,58 @@ func (s *Session) refuse(err error, loggedIn bool) error {
 	default:
 		return err
 	}
-	s.closeWith(err, disconnectPacket(DisconnectReasonBadPacket, msg))
+	s.requestClose(err, disconnectPacket(DisconnectReasonBadPacket, msg))
 	return err
 }
 
-// disconnectPacket returns a Disconnect packet with reason and message.
-func disconnectPacket(reason DisconnectReason, message string) *Packet {
-	pk := disconnect{Reason: reason, Message: message}
-	return &Packet{ID: IDDisconnect, Payload: pk.Append(nil)}
+// fail asks the session to end with err as its cause (nothing if err is
+// nil), sending the Disconnect of a *DisconnectError that err wraps.
+func (s *Session) fail(err error) {
+	var last *Packet
+	if de, ok := errors.AsType[*DisconnectError](err); ok {
+		last = de.packet()
+	}
+	s.requestClose(err, last)
 }
 
-// flushLoop sends buffered packets FlushInterval after the first of a batch
-// was written, ends the session at the login deadline unless the player has
-// logged in, and closes the session when ctx is done. Its two timers are
-// stopped when it returns, and the login deadline as soon as the player
-// logs in, so a session leaves nothing behind.
-func (s *Session) flushLoop(ctx context.Context) {
+// completeLogin ends the pre-game protocol: the player is logged in, the
+// login deadline stops, the Conn is promoted, PlayStatus LoginSuccess is
+// buffered and NewHandler makes the handler of the packets to come.
+func (s *Session) completeLogin() error {
+	s.phase = phasePlaying
+	s.loggedIn = true
+	close(s.loginDone)
+	if p, ok := s.conn.(promoter); ok {
+		p.Promote()
+	}
+	ps := playStatus{Status: PlayStatusLoginSuccess}
+	if err := s.WritePacket(IDPlayStatus, ps.Append(nil)); err != nil {
+		if s.isClosing() {
+			return nil
+		}
+		return fmt.Errorf("login success: %w", err)
+	}
+	h, err := s.callNewHandler()
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		if s.isClosing() {
+			return nil // NewHandler disconnected the player itself
+		}
+		return errors.New("new handler: returned no handler and no error")
+	}
+	s.handler = h
+	return nil
+}
+
+// control sends buffered packets FlushInterval after the first of a batch
+// was written, ends the session at the login deadline unless the player
+// has logged in, and when ctx is done, and does the closing once the
+// session is asked to end. Its two timers are stopped when it returns, and
+// the login deadline as soon as the player logs in, so a session leaves
+// nothing behind.
+func (s *Session) control(ctx context.Context) {
 	t := time.NewTimer(s.interval)
 	t.Stop()
 	defer t.Stop()
@@ -306,37 +540,107 @@ func (s *Session) flushLoop(ctx context.Context) {
 			t.Reset(s.interval)
 		case <-t.C:
 			if err := s.Flush(); err != nil && !errors.Is(err, net.ErrClosed) {
-				s.closeWith(err, nil)
-				return
+				s.requestClose(err, nil)
 			}
 		case <-loginDone:
 			lt.Stop()
 			loginC, loginDone = nil, nil
 		case <-loginC:
-			if !s.loggedIn.Load() {
-				err := fmt.Errorf("%w after %v", ErrLoginTimeout, s.loginTimeout)
-				s.closeWith(err, disconnectPacket(DisconnectReasonTimeout, loginTimeoutMessage))
-				return
-			}
+			err := fmt.Errorf("%w after %v", ErrLoginTimeout, s.loginTimeout)
+			s.requestClose(err, disconnectPacket(DisconnectReasonTimeout, loginTimeoutMessage))
 			loginC, loginDone = nil, nil
 		case <-ctx.Done():
-			s.closeWith(context.Cause(ctx), nil)
-			return
-		case <-s.closed:
+			s.requestClose(context.Cause(ctx), nil)
+		case <-s.closing:
+			s.finish()
 			return
 		}
 	}
 }
 
-// callOpen calls HandleOpen, turning a panic into an error.
-func (s *Session) callOpen() (err error) {
+// finish does the closing: it sends what is buffered and the last packet,
+// refuses every later write and closes the Conn. A write stuck on the
+// transport is cut short by the watchdog, so finish takes at most about
+// WriteTimeout plus the Conn's Close.
+func (s *Session) finish() {
+	s.writeMu.Lock()
+	var err error
+	if s.last != nil {
+		err = s.addLocked(*s.last)
+	}
+	if err == nil {
+		err = s.flushLocked()
+	}
+	s.writeClosed = true
+	s.writeMu.Unlock()
+	if err != nil {
+		if e := s.Log().Debug(); e.Enabled() {
+			e.Err(err).Msg("final flush")
+		}
+	}
+	s.closeConn()
+}
+
+// closeConn closes the Conn the first time; later calls wait for it.
+func (s *Session) closeConn() {
+	s.connOnce.Do(func() {
+		if err := s.conn.Close(); err != nil {
+			if e := s.Log().Debug(); e.Enabled() {
+				e.Err(err).Msg("close connection")
+			}
+		}
+	})
+}
+
+// requestClose asks the session to end the first time it is called,
+// recording cause as the reason and last as the packet to send after what
+// is buffered: it cancels Context, refuses further writes and wakes the
+// goroutine that does the closing. It never blocks, and reports whether
+// this call was the first.
+func (s *Session) requestClose(cause error, last *Packet) bool {
+	first := false
+	s.closeOnce.Do(func() {
+		first = true
+		s.cause, s.last = cause, last
+		s.closingNow.Store(true)
+		if cause == nil {
+			s.cancel(context.Canceled)
+		} else {
+			s.cancel(cause)
+		}
+		close(s.closing)
+	})
+	return first
+}
+
+// isClosing reports whether the session has been asked to end.
+func (s *Session) isClosing() bool {
+	return s.closingNow.Load()
+}
+
+// callNewHandler calls NewHandler, turning a panic into an error.
+func (s *Session) callNewHandler() (h Handler, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = s.panicked("handle open", r)
+			h, err = nil, s.panicked("new handler", r)
 		}
 	}()
-	if err := s.handler.HandleOpen(s); err != nil {
-		return fmt.Errorf("handle open: %w", err)
+	h, err = s.newHandler(s)
+	if err != nil {
+		return nil, fmt.Errorf("new handler: %w", err)
+	}
+	return h, nil
+}
+
+// callPreLogin calls PreLogin, turning a panic into an error.
+func (s *Session) callPreLogin(p Packet) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.panicked(fmt.Sprintf("pre-login %#x", p.ID), r)
+		}
+	}()
+	if err := s.preLogin(s, p); err != nil {
+		return fmt.Errorf("pre-login %#x: %w", p.ID, err)
 	}
 	return nil
 }
@@ -376,8 +680,10 @@ func (s *Session) panicked(op string, r any) error {
 
 // WritePacket buffers a packet with the given id (0 to 0x3ff) and payload for
 // the next batch, which is sent within FlushInterval or by Flush. The
-// payload is copied, so the caller may reuse it. It returns an error wrapping
-// net.ErrClosed once the session is closed.
+// payload is copied, so the caller may reuse it. It sends the pending batch
+// first if it is full, waiting on the transport at most about WriteTimeout.
+// It returns an error wrapping net.ErrClosed once the session has been
+// asked to end.
 func (s *Session) WritePacket(id uint32, payload []byte) error {
 	p := Packet{ID: id, Payload: payload}
 	if err := p.validate(); err != nil {
@@ -385,7 +691,7 @@ func (s *Session) WritePacket(id uint32, payload []byte) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if s.writeClosed {
+	if s.writeClosed || s.isClosing() {
 		return fmt.Errorf("write packet: %w", net.ErrClosed)
 	}
 	return s.addLocked(p)
@@ -410,12 +716,13 @@ func (s *Session) addLocked(p Packet) error {
 	return nil
 }
 
-// Flush sends the buffered packets now, as one batch. It returns an error
-// wrapping net.ErrClosed once the session is closed.
+// Flush sends the buffered packets now, as one batch, waiting on the
+// transport at most about WriteTimeout. It returns an error wrapping
+// net.ErrClosed once the session has been asked to end.
 func (s *Session) Flush() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if s.writeClosed {
+	if s.writeClosed || s.isClosing() {
 		return fmt.Errorf("flush: %w", net.ErrClosed)
 	}
 	return s.flushLocked()
@@ -426,112 +733,122 @@ func (s *Session) flushLocked() error {
 	if s.enc.count == 0 {
 		return nil
 	}
+	count := s.enc.count
 	b, err := s.enc.encode()
 	if err == nil {
-		_, err = s.conn.Write(b)
-		if err != nil {
-			err = fmt.Errorf("write batch: %w", err)
+		err = s.writeLocked(b)
+		if err == nil {
+			s.stats.batchesOut.Add(1)
+			s.stats.packetsOut.Add(uint64(count))
+			s.stats.bytesOut.Add(uint64(len(b)))
 		}
 	}
 	s.enc.release()
 	return err
 }
 
-// EnableCompression flushes whatever is buffered as it stands, then switches
-// both directions to the post-NetworkSettings batch format: every batch
-// carries a compression id, and outgoing batches of threshold bytes or more
-// are compressed with DEFLATE (0 never compresses). A handler calls it right
-// after writing NetworkSettings, so that packet leaves uncompressed and the
-// next batch read is expected compressed. It returns an error wrapping
-// net.ErrClosed once the session is closed.
-func (s *Session) EnableCompression(threshold uint16) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.writeClosed {
-		return fmt.Errorf("enable compression: %w", net.ErrClosed)
+// writeLocked writes batch b to the Conn with the watchdog armed: a Write
+// that outlasts writeTimeout ends the session and has the Conn closed,
+// which unblocks it.
+func (s *Session) writeLocked(b []byte) error {
+	s.watchdogs.Add(1)
+	if s.watchdog == nil {
+		s.watchdog = time.AfterFunc(s.writeTimeout, s.writeStuck)
+	} else {
+		s.watchdog.Reset(s.writeTimeout)
 	}
-	if err := s.flushLocked(); err != nil {
-		return fmt.Errorf("enable compression: %w", err)
+	_, err := s.conn.Write(b)
+	if s.watchdog.Stop() {
+		s.watchdogs.Done() // stopped before it ran: it never will
 	}
-	s.enc.compressed = true
-	s.enc.threshold = int(threshold)
-	s.compressed.Store(true)
+	if err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
 	return nil
 }
 
-// CompressionEnabled reports whether EnableCompression has been called, that
-// is whether NetworkSettings has been sent.
-func (s *Session) CompressionEnabled() bool {
-	return s.compressed.Load()
+// writeStuck is the watchdog's function: a Write has waited writeTimeout.
+// The session ends and the Conn is closed from here, since the goroutine
+// that would do it may be the one stuck.
+func (s *Session) writeStuck() {
+	defer s.watchdogs.Done()
+	s.requestClose(fmt.Errorf("%w after %v", ErrWriteTimeout, s.writeTimeout), nil)
+	s.closeConn()
 }
 
-// Disconnect sends the client a Disconnect packet with reason
-// DisconnectReasonKicked and message, which its disconnection screen shows,
-// then closes the session: see DisconnectWith.
+// enableCompression flushes whatever is buffered as it stands, then switches
+// outgoing batches to the post-NetworkSettings format: every batch carries
+// a compression id, and those of threshold bytes or more are compressed
+// with DEFLATE. Incoming batches switch with the phase.
+func (s *Session) enableCompression(threshold uint16) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	s.enc.compressed = true
+	s.enc.threshold = int(threshold)
+	return nil
+}
+
+// enableEncryption flushes whatever is buffered (the
+// ServerToClientHandshake) as it stands, then encrypts every batch sent
+// after it with key. The caller switches incoming batches.
+func (s *Session) enableEncryption(key [32]byte) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	s.enc.crypt = newCrypt(key)
+	return nil
+}
+
+// Disconnect asks the session to end with a Disconnect packet with reason
+// DisconnectReasonKicked and message, which the client's disconnection
+// screen shows: see DisconnectWith.
 func (s *Session) Disconnect(message string) error {
 	return s.DisconnectWith(DisconnectReasonKicked, message)
 }
 
-// DisconnectWith sends the client a Disconnect packet with reason and
-// message after anything already buffered, flushes, and closes the Conn
-// gracefully so the packet is delivered before the transport closes. Run
-// then returns nil. It returns an error wrapping net.ErrClosed if the
-// session was already closed, and otherwise the error of writing or closing.
+// DisconnectWith asks the session to end with a Disconnect packet with
+// reason and message, sent after anything already buffered, and returns at
+// once: the session's own goroutine flushes, closes the Conn gracefully so
+// the packet is delivered before the transport closes, and Run then
+// returns nil. Writes are refused from the moment it is called. It returns
+// an error wrapping net.ErrClosed if the session was already ending.
 func (s *Session) DisconnectWith(reason DisconnectReason, message string) error {
-	first, err := s.closeWith(nil, disconnectPacket(reason, message))
-	if !first {
+	if !s.requestClose(nil, disconnectPacket(reason, message)) {
 		return fmt.Errorf("disconnect: %w", net.ErrClosed)
 	}
-	return err
+	return nil
 }
 
-// Close flushes what is buffered and closes the Conn gracefully, ending Run,
-// which then returns nil. It waits for a Conn.Write in progress, so it is as
-// prompt as the transport's writes. It returns the error of flushing or
-// closing the first time and nil after.
+// Close asks the session to end and returns at once: the session's own
+// goroutine flushes what is buffered and closes the Conn gracefully, and Run
+// then returns nil. Done tells when that is over. Close is safe to call
+// more than once and always returns nil.
 func (s *Session) Close() error {
-	first, err := s.closeWith(nil, nil)
-	if !first {
-		return nil
-	}
-	return err
+	s.requestClose(nil, nil)
+	return nil
 }
 
-// closeWith ends the session the first time it is called, recording cause
-// as the reason: it buffers last (if not nil), flushes, refuses further
-// writes and closes the Conn. It reports whether this call closed the
-// session, and the error of that close.
-func (s *Session) closeWith(cause error, last *Packet) (first bool, err error) {
-	s.closeOnce.Do(func() {
-		first = true
-		s.writeMu.Lock()
-		var werr error
-		if last != nil {
-			werr = s.addLocked(*last)
-		}
-		if werr == nil {
-			werr = s.flushLocked()
-		}
-		s.writeClosed = true
-		s.writeMu.Unlock()
-		s.cause = cause
-		close(s.closed)
-		s.closeErr = errors.Join(werr, s.conn.Close())
-	})
-	return first, s.closeErr
+// Context returns a context cancelled as soon as the session starts to end,
+// with the session's end cause (context.Canceled when this side closed it),
+// for work a handler starts on the player's behalf.
+func (s *Session) Context() context.Context {
+	return s.ctx
 }
 
-// isClosed reports whether the session has been closed.
-func (s *Session) isClosed() bool {
-	select {
-	case <-s.closed:
-		return true
-	default:
-		return false
-	}
+// Done returns a channel closed when Run has returned: the Conn is closed
+// and HandleClose has been called. It stays open for a session whose Run
+// is never called.
+func (s *Session) Done() <-chan struct{} {
+	return s.done
 }
 
-// Identity returns the identity set by SetIdentity, and false before then.
+// Identity returns who the client said it is in its Login, and false before
+// the session has accepted one.
 func (s *Session) Identity() (Identity, bool) {
 	if id := s.identity.Load(); id != nil {
 		return *id, true
@@ -539,24 +856,18 @@ func (s *Session) Identity() (Identity, bool) {
 	return Identity{}, false
 }
 
-// SetIdentity records who the client is, typically from ParseLogin, and adds
-// the player's name and UUID to the session's logger. The first call also
-// marks the player logged in: the login deadline stops, the batches after
-// the current one get the logged-in size cap and decompression budget, and
-// the Conn, if it has a Promote method, is told the connection now carries
-// a player. A handler calls it once it accepts a Login, and never for one it
-// refuses.
-func (s *Session) SetIdentity(id Identity) {
+// setIdentity records who the client is and adds the player's name and
+// UUID to the session's logger.
+func (s *Session) setIdentity(id Identity) {
 	s.identity.Store(&id)
 	l := s.baseLog.With().Str("player", id.DisplayName).Str("uuid", id.UUID.String()).Logger()
 	s.log.Store(&l)
-	if !s.loggedIn.CompareAndSwap(false, true) {
-		return
-	}
-	close(s.loginDone)
-	if p, ok := s.conn.(promoter); ok {
-		p.Promote()
-	}
+}
+
+// Protocol returns the client's network protocol as its
+// RequestNetworkSettings stated it, and 0 before then.
+func (s *Session) Protocol() int32 {
+	return s.protocol.Load()
 }
 
 // RemoteAddr returns the client's address, as the Conn reports it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,13 +17,8 @@ import (
 // recordingHandler wraps a Handler and counts its calls.
 type recordingHandler struct {
 	Handler
-	opens, closes atomic.Int32
-	closeErr      atomic.Pointer[error]
-}
-
-func (h *recordingHandler) HandleOpen(s *Session) error {
-	h.opens.Add(1)
-	return h.Handler.HandleOpen(s)
+	closes   atomic.Int32
+	closeErr atomic.Pointer[error]
 }
 
 func (h *recordingHandler) HandleClose(s *Session, err error) {
@@ -38,6 +34,11 @@ type funcHandler struct {
 }
 
 func (h funcHandler) HandlePacket(s *Session, p Packet) error { return h.packet(s, p) }
+
+// handlerOf returns a NewHandler that returns h.
+func handlerOf(h Handler) func(*Session) (Handler, error) {
+	return func(*Session) (Handler, error) { return h, nil }
+}
 
 // echo writes every packet back and flushes.
 var echo = funcHandler{packet: func(s *Session, p Packet) error {
@@ -72,12 +73,14 @@ func wait(t *testing.T, done <-chan error) error {
 
 func TestGateFlow(t *testing.T) {
 	defer checkGoroutines(t)()
-	h := &recordingHandler{Handler: GateHandler{Message: "Bye {player}, come back {player}!"}}
-	s, c, done := start(t, context.Background(), Config{Handler: h})
+	s, c, done := start(t, context.Background(), Config{NewHandler: Gate("Bye {player}, come back {player}!")})
 
 	c.send(unhex(t, "fe 06 c1 01 00 00 08 91")) // RequestNetworkSettings(2193)
 	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 00 02 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
 		t.Fatalf("NetworkSettings: got % x, want % x", got, want)
+	}
+	if got := s.Protocol(); got != CurrentProtocol {
+		t.Errorf("Protocol: got %d, want %d", got, CurrentProtocol)
 	}
 	// Ignored packets change nothing.
 	c.send(clientBatch(t, plain, Packet{ID: IDClientCacheStatus, Payload: []byte{0}}, Packet{ID: 0x3fe}))
@@ -87,18 +90,11 @@ func TestGateFlow(t *testing.T) {
 		t.Fatalf("login batch: got compression id %#02x, want 0x00", login[1])
 	}
 	c.send(login)
-	b := c.next(t)
-	pks := clientDecode(t, b, true)
-	if len(pks) != 1 || pks[0].ID != IDDisconnect {
-		t.Fatalf("got %+v, want one Disconnect", pks)
-	}
-	var dc disconnect
-	if _, err := dc.Decode(pks[0].Payload); err != nil {
-		t.Fatalf("decode Disconnect: %v", err)
-	}
-	want := disconnect{Reason: DisconnectReasonKicked, Message: "Bye Steve, come back Steve!"}
-	if dc != want {
-		t.Errorf("got %+v, want %+v", dc, want)
+	// LoginSuccess and the gate's Disconnect leave in one batch.
+	want := unhex(t, "fe ff 05 02 00 00 00 00 20 05 6e 00 1b")
+	want = append(append(want, "Bye Steve, come back Steve!"...), 0)
+	if got := c.next(t); !bytes.Equal(got, want) {
+		t.Fatalf("got % x, want % x", got, want)
 	}
 	c.waitClosed(t)
 	if err := wait(t, done); err != nil {
@@ -109,32 +105,167 @@ func TestGateFlow(t *testing.T) {
 	if !ok || id.DisplayName != "Steve" || id.XUID != "2535400000000001" || id.Protocol != CurrentProtocol {
 		t.Errorf("Identity: got %+v, %v; want Steve", id, ok)
 	}
-	if o, cl := h.opens.Load(), h.closes.Load(); o != 1 || cl != 1 {
-		t.Errorf("got %d opens and %d closes, want 1 and 1", o, cl)
+	if id.IdentityPublicKey != testClientKeyB64(t) {
+		t.Errorf("IdentityPublicKey: got %q, want Steve's key", id.IdentityPublicKey)
+	}
+	if cd := id.ClientData; cd.DeviceOS != DeviceWin10 || cd.DeviceModel != "Test PC" || cd.LanguageCode != "en_GB" {
+		t.Errorf("ClientData: got %+v, want Win10, Test PC, en_GB", cd)
 	}
 }
 
-// TestGateFlowDefaultMessage checks the zero Config runs the gate with its
-// default message, compressing a Disconnect over the threshold.
-func TestGateFlowDefaultMessage(t *testing.T) {
+// TestGateFlowMessage checks the gate's message reaches the client after
+// LoginSuccess, whether given or the default.
+func TestGateFlowMessage(t *testing.T) {
 	defer checkGoroutines(t)()
-	_, c, done := start(t, context.Background(), Config{})
-	c.send(clientBatch(t, preSettings, Packet{ID: IDRequestNetworkSettings, Payload: []byte{0, 0, 0x08, 0x91}}))
-	c.next(t)
-	c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)}))
-	var dc disconnect
-	if _, err := dc.Decode(clientDecode(t, c.next(t), true)[0].Payload); err != nil {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"zero Config", Config{}, strings.ReplaceAll(DefaultGateMessage, PlayerPlaceholder, "Steve")},
+		{"Gate with empty message", Config{NewHandler: Gate("")}, strings.ReplaceAll(DefaultGateMessage, PlayerPlaceholder, "Steve")},
+		{"Gate", Config{NewHandler: Gate("Bye {player}, come back {player}!")}, "Bye Steve, come back Steve!"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, done := start(t, context.Background(), tc.cfg)
+			c.login(t)
+			c.expectDisconnect(t, true, DisconnectReasonKicked, tc.want)
+			if err := wait(t, done); err != nil {
+				t.Errorf("Run: got %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestEncryptedLogin runs the whole login with encryption against
+// gophertunnel's batch codec: the ServerToClientHandshake leaves
+// unencrypted, the client's answer and everything after are encrypted both
+// ways, and the gate's Disconnect arrives decrypted.
+func TestEncryptedLogin(t *testing.T) {
+	defer checkGoroutines(t)()
+	s, c, done := start(t, context.Background(), Config{NewHandler: Gate("Hi {player}"), Encryption: true})
+	p := newPlayer(t, c)
+	p.login(true)
+	p.expectDisconnect(DisconnectReasonKicked, "Hi Steve")
+	if err := wait(t, done); err != nil {
+		t.Errorf("Run: got %v, want nil", err)
+	}
+	c.waitClosed(t)
+	st := s.Stats()
+	// In: RequestNetworkSettings, Login, ClientToServerHandshake. Out:
+	// NetworkSettings, ServerToClientHandshake, LoginSuccess+Disconnect.
+	if st.BatchesIn != 3 || st.PacketsIn != 3 || st.BatchesOut != 3 || st.PacketsOut != 4 {
+		t.Errorf("Stats: got %+v, want 3 batches and packets in, 3 batches and 4 packets out", st)
+	}
+	if st.BytesIn == 0 || st.BytesOut == 0 || st.WireBytesIn == 0 {
+		t.Errorf("Stats: got %+v, want bytes counted both ways", st)
+	}
+}
+
+// TestEncryptedSession checks a logged-in encrypted session carries game
+// packets both ways, several batches each, with the server's key.
+func TestEncryptedSession(t *testing.T) {
+	defer checkGoroutines(t)()
+	key, err := newTestServerKey()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if want := strings.ReplaceAll(DefaultGateMessage, "{player}", "Steve"); dc.Message != want {
-		t.Errorf("got %q, want %q", dc.Message, want)
+	s, c, done := start(t, context.Background(), Config{NewHandler: handlerOf(echo), Encryption: true, ServerKey: key})
+	p := newPlayer(t, c)
+	p.login(true)
+	for i := range 5 {
+		payload := bytes.Repeat([]byte{byte(i)}, 100*i+1) // some over the threshold
+		p.send(Packet{ID: 0x42, Payload: payload}, Packet{ID: 0x43, Payload: []byte{byte(i)}})
+		if got := p.expect(0x42); !bytes.Equal(got.Payload, payload) {
+			t.Fatalf("echo %d: got % x, want % x", i, got.Payload, payload)
+		}
+		p.expect(0x43)
 	}
+	s.Close()
 	if err := wait(t, done); err != nil {
 		t.Errorf("Run: got %v, want nil", err)
 	}
 }
 
-func TestGateProtocolMismatch(t *testing.T) {
+// TestBadChecksumEndsOnlyItsSession corrupts one byte of an encrypted
+// batch: that session ends (ErrChecksum), quietly, and another goes on.
+func TestBadChecksumEndsOnlyItsSession(t *testing.T) {
+	defer checkGoroutines(t)()
+	for _, at := range []string{"payload", "checksum", "shorter than a checksum"} {
+		t.Run(at, func(t *testing.T) {
+			h := &recordingHandler{Handler: echo}
+			bad, badConn, badDone := start(t, context.Background(), Config{NewHandler: handlerOf(h), Encryption: true})
+			_, goodConn, goodDone := start(t, context.Background(), Config{NewHandler: handlerOf(echo), Encryption: true})
+			pb, pg := newPlayer(t, badConn), newPlayer(t, goodConn)
+			pb.login(true)
+			pg.login(true)
+
+			// Damage the bad client's next batch.
+			pb.tamper = func(b []byte) []byte {
+				switch at {
+				case "payload":
+					b[2] ^= 1
+				case "checksum":
+					b[len(b)-1] ^= 0x80
+				default:
+					b = b[:5]
+				}
+				return b
+			}
+			pb.send(Packet{ID: 0x42, Payload: []byte("hello")})
+			err := wait(t, badDone)
+			if !errors.Is(err, ErrChecksum) {
+				t.Errorf("Run: got %v, want %v", err, ErrChecksum)
+			}
+			badConn.waitClosed(t)
+			badConn.noMoreWrites(t)
+			if bad.Stats().BatchesIn != 3 {
+				t.Errorf("got %d batches in, want the 3 of the login", bad.Stats().BatchesIn)
+			}
+			if e := h.closeErr.Load(); h.closes.Load() != 1 || e == nil || !errors.Is(*e, ErrChecksum) {
+				t.Errorf("HandleClose: got %d calls, want 1 with %v", h.closes.Load(), ErrChecksum)
+			}
+
+			pg.send(Packet{ID: 0x42, Payload: []byte("still here")})
+			if got := pg.expect(0x42); string(got.Payload) != "still here" {
+				t.Errorf("other session: got %q, want the echo", got.Payload)
+			}
+			goodConn.Close()
+			wait(t, goodDone)
+		})
+	}
+}
+
+// TestEncryptionRefusals checks logins the handshake cannot serve are
+// refused with "Invalid login." before any key is agreed.
+func TestEncryptionRefusals(t *testing.T) {
+	defer checkGoroutines(t)()
+	chain := func(key string) []byte {
+		return loginPayload(CurrentProtocol, newFormChain(t, []string{fakeJWT(t, map[string]any{
+			"identityPublicKey": key, "extraData": map[string]any{"displayName": "Steve"}})}, ""), "")
+	}
+	for _, tc := range []struct {
+		name  string
+		login []byte
+	}{
+		{"no key", chain("")},
+		{"not base64", chain("!!!")},
+		{"not a key", chain("AAAA")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, done := start(t, context.Background(), Config{Encryption: true})
+			c.negotiate(t)
+			c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: tc.login}))
+			c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, invalidLoginMessage)
+			err := wait(t, done)
+			if _, ok := errors.AsType[*DisconnectError](err); !ok || !strings.Contains(err.Error(), "identity public key") {
+				t.Errorf("Run: got %v, want a DisconnectError about the identity public key", err)
+			}
+		})
+	}
+}
+
+func TestProtocolMismatch(t *testing.T) {
 	defer checkGoroutines(t)()
 	tests := []struct {
 		name     string
@@ -149,26 +280,56 @@ func TestGateProtocolMismatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c, done := start(t, context.Background(), Config{Handler: GateHandler{AcceptedProtocols: tc.accepted}})
+			_, c, done := start(t, context.Background(), Config{AcceptedProtocols: tc.accepted})
 			c.send(append(unhex(t, "fe 06 c1 01"), unhex(t, tc.protocol)...))
 			if got, want := c.next(t), unhex(t, tc.want); !bytes.Equal(got, want) {
 				t.Errorf("got % x, want % x", got, want)
 			}
 			c.waitClosed(t)
-			if err := wait(t, done); err != nil {
-				t.Errorf("Run: got %v, want nil", err)
+			if err := wait(t, done); err == nil || !strings.Contains(err.Error(), "refused client protocol") {
+				t.Errorf("Run: got %v, want the refused protocol", err)
 			}
 		})
 	}
 }
 
-func TestGateAcceptsListedProtocol(t *testing.T) {
+// TestProtocolCheckedAtLogin checks the Login's own protocol: one not
+// accepted gets the PlayStatus, one accepted but not the one negotiated is
+// an invalid login.
+func TestProtocolCheckedAtLogin(t *testing.T) {
 	defer checkGoroutines(t)()
-	s, c, done := start(t, context.Background(), Config{Handler: GateHandler{
-		AcceptedProtocols: []int32{2169, CurrentProtocol}, CompressionThreshold: 1}})
+	login := func(protocol int32) []byte {
+		return loginPayload(protocol, newFormChain(t, []string{fakeJWT(t, map[string]any{
+			"extraData": map[string]any{"displayName": "Steve"}})}, ""), "")
+	}
+	t.Run("not accepted", func(t *testing.T) {
+		_, c, done := start(t, context.Background(), Config{})
+		c.negotiate(t)
+		c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: login(2169)}))
+		if got, want := c.next(t), unhex(t, "fe ff 05 02 00 00 00 01"); !bytes.Equal(got, want) {
+			t.Errorf("got % x, want % x", got, want)
+		}
+		wait(t, done)
+	})
+	t.Run("accepted but not negotiated", func(t *testing.T) {
+		_, c, done := start(t, context.Background(), Config{AcceptedProtocols: []int32{2169, CurrentProtocol}})
+		c.negotiate(t)
+		c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: login(2169)}))
+		c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, invalidLoginMessage)
+		wait(t, done)
+	})
+}
+
+func TestAcceptsListedProtocol(t *testing.T) {
+	defer checkGoroutines(t)()
+	s, c, done := start(t, context.Background(), Config{
+		AcceptedProtocols: []int32{2169, CurrentProtocol}, CompressionThreshold: 1})
 	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
 	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 01 00 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
 		t.Errorf("got % x, want % x", got, want)
+	}
+	if got := s.Protocol(); got != 2169 {
+		t.Errorf("Protocol: got %d, want 2169", got)
 	}
 	s.Close()
 	if err := wait(t, done); err != nil {
@@ -176,26 +337,34 @@ func TestGateAcceptsListedProtocol(t *testing.T) {
 	}
 }
 
-func TestGateProtocolErrors(t *testing.T) {
+func TestPreLoginProtocolErrors(t *testing.T) {
 	defer checkGoroutines(t)()
 	rns := unhex(t, "fe 06 c1 01 00 00 08 91")
+	login := clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)})
 	tests := []struct {
-		name    string
-		batches [][]byte
-		want    string
+		name       string
+		encryption bool
+		batches    [][]byte
+		want       string
 	}{
-		{"login before network settings",
+		{"login before network settings", false,
 			[][]byte{clientBatch(t, preSettings, Packet{ID: IDLogin, Payload: steveLogin(t)})},
 			"login: before network settings"},
-		{"network settings twice",
+		{"network settings twice", false,
 			[][]byte{rns, clientBatch(t, plain, Packet{ID: IDRequestNetworkSettings, Payload: []byte{0, 0, 8, 0x91}})},
 			"sent twice"},
-		{"short request", [][]byte{unhex(t, "fe 03 c1 01 00")}, "unexpected EOF"},
-		{"uncompressed batch after settings", [][]byte{rns, rns}, "decode batch"},
+		{"short request", false, [][]byte{unhex(t, "fe 03 c1 01 00")}, "unexpected EOF"},
+		{"uncompressed batch after settings", false, [][]byte{rns, rns}, "decode batch"},
+		{"handshake without encryption", false,
+			[][]byte{rns, clientBatch(t, plain, Packet{ID: IDClientToServerHandshake})}, "unexpected"},
+		{"handshake in the Login's batch", true,
+			[][]byte{rns, clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)}, Packet{ID: IDClientToServerHandshake})},
+			"not encrypted"},
+		{"plain batch after the handshake", true, [][]byte{rns, login, login}, "checksum"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c, done := start(t, context.Background(), Config{})
+			_, c, done := start(t, context.Background(), Config{Encryption: tc.encryption})
 			for _, b := range tc.batches {
 				c.send(b)
 			}
@@ -208,56 +377,166 @@ func TestGateProtocolErrors(t *testing.T) {
 	}
 }
 
-func TestGateInvalidLogin(t *testing.T) {
+func TestInvalidLogin(t *testing.T) {
 	defer checkGoroutines(t)()
 	_, c, done := start(t, context.Background(), Config{})
-	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
-	c.next(t)
+	c.negotiate(t)
 	c.send(clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")}))
-	var dc disconnect
-	if _, err := dc.Decode(clientDecode(t, c.next(t), true)[0].Payload); err != nil {
-		t.Fatal(err)
-	}
-	if dc.Reason != DisconnectReasonInvalidPlayer {
-		t.Errorf("got reason %v, want %v", dc.Reason, DisconnectReasonInvalidPlayer)
-	}
-	// The session was closed on purpose: Run reports no error.
-	if err := wait(t, done); err != nil {
-		t.Errorf("Run: got %v, want nil", err)
+	c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, invalidLoginMessage)
+	err := wait(t, done)
+	if de, ok := errors.AsType[*DisconnectError](err); !ok || de.Reason != DisconnectReasonInvalidPlayer {
+		t.Errorf("Run: got %v, want a DisconnectError with %v", err, DisconnectReasonInvalidPlayer)
 	}
 }
 
-func TestHandlerPanicEndsOnlyItsSession(t *testing.T) {
+// TestKick checks a *DisconnectError from NewHandler or a handler, wrapped
+// or not, reaches the client with its reason and message after what was
+// written, and that Run's error wraps it.
+func TestKick(t *testing.T) {
 	defer checkGoroutines(t)()
-	boom := funcHandler{packet: func(*Session, Packet) error { panic("boom") }}
-	hb := &recordingHandler{Handler: boom}
-	_, bad, badDone := start(t, context.Background(), Config{Handler: hb})
-	_, good, goodDone := start(t, context.Background(), Config{Handler: echo})
+	notAllowed := &DisconnectError{Reason: DisconnectReasonNotAllowed, Message: "Not on the list."}
+	tests := []struct {
+		name       string
+		newHandler func(*Session) (Handler, error)
+		packet     bool // send a packet after login
+		want       *DisconnectError
+	}{
+		{"NewHandler", func(s *Session) (Handler, error) {
+			_ = s.WritePacket(0x42, []byte("first"))
+			return nil, Kick("Banned.")
+		}, false, &DisconnectError{Reason: DisconnectReasonKicked, Message: "Banned."}},
+		{"NewHandler wrapped", func(s *Session) (Handler, error) {
+			_ = s.WritePacket(0x42, []byte("first"))
+			return nil, errors.Join(errors.New("whitelist"), notAllowed)
+		}, false, notAllowed},
+		{"HandlePacket", handlerOf(funcHandler{packet: func(s *Session, p Packet) error {
+			_ = s.WritePacket(0x42, []byte("first"))
+			return Kick("Bye.")
+		}}), true, &DisconnectError{Reason: DisconnectReasonKicked, Message: "Bye."}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, done := start(t, context.Background(), Config{NewHandler: tc.newHandler, Encryption: true})
+			p := newPlayer(t, c)
+			p.login(true)
+			if tc.packet {
+				p.send(Packet{ID: 0x10})
+			}
+			if got := p.expect(0x42); string(got.Payload) != "first" {
+				t.Errorf("got %q, want the packet written before the kick", got.Payload)
+			}
+			p.expectDisconnect(tc.want.Reason, tc.want.Message)
+			err := wait(t, done)
+			if de, ok := errors.AsType[*DisconnectError](err); !ok || *de != *tc.want {
+				t.Errorf("Run: got %v, want it to wrap %v", err, tc.want)
+			}
+			c.waitClosed(t)
+			c.noMoreWrites(t)
+		})
+	}
+}
 
-	bad.send(clientBatch(t, preSettings, Packet{ID: 0x42}))
-	err := wait(t, badDone)
-	if !errors.Is(err, ErrHandlerPanic) || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("Run: got %v, want %v mentioning boom", err, ErrHandlerPanic)
+// TestPanicEndsOnlyItsSession checks a panic in NewHandler, HandlePacket or
+// PreLogin ends that session with ErrHandlerPanic while another goes on.
+func TestPanicEndsOnlyItsSession(t *testing.T) {
+	defer checkGoroutines(t)()
+	boom := &recordingHandler{Handler: funcHandler{packet: func(*Session, Packet) error { panic("boom") }}}
+	tests := []struct {
+		name   string
+		cfg    Config
+		packet bool
+		closes int32 // HandleClose calls of boom
+	}{
+		{"NewHandler", Config{NewHandler: func(*Session) (Handler, error) { panic("boom") }}, false, 0},
+		{"HandlePacket", Config{NewHandler: handlerOf(boom)}, true, 1},
+		{"PreLogin", Config{PreLogin: func(*Session, Packet) error { panic("boom") }}, false, 0},
 	}
-	bad.waitClosed(t)
-	if e := hb.closeErr.Load(); hb.closes.Load() != 1 || e == nil || !errors.Is(*e, ErrHandlerPanic) {
-		t.Errorf("HandleClose: got %d calls, want 1 with %v", hb.closes.Load(), ErrHandlerPanic)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			boom.closes.Store(0)
+			_, bad, badDone := start(t, context.Background(), tc.cfg)
+			_, good, goodDone := start(t, context.Background(), Config{NewHandler: handlerOf(echo)})
+			good.login(t)
+			if tc.name == "PreLogin" {
+				bad.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
+			} else {
+				bad.login(t)
+			}
+			if tc.packet {
+				bad.send(clientBatch(t, plain, Packet{ID: 0x42}))
+			}
+			err := wait(t, badDone)
+			if !errors.Is(err, ErrHandlerPanic) || !strings.Contains(err.Error(), "boom") {
+				t.Errorf("Run: got %v, want %v mentioning boom", err, ErrHandlerPanic)
+			}
+			bad.waitClosed(t)
+			if got := boom.closes.Load(); got != tc.closes {
+				t.Errorf("HandleClose: got %d calls, want %d", got, tc.closes)
+			}
+			good.send(clientBatch(t, plain, Packet{ID: 0x43, Payload: []byte("still here")}))
+			if pks := clientDecode(t, good.next(t), true); len(pks) != 1 || string(pks[0].Payload) != "still here" {
+				t.Errorf("echo: got %+v, want the packet back", pks)
+			}
+			good.Close()
+			if err := wait(t, goodDone); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Run after peer close: got %v, want %v", err, net.ErrClosed)
+			}
+		})
+	}
+}
+
+// TestPreLogin checks PreLogin sees every packet before the login, raw and
+// in order, and none after; its error ends the session.
+func TestPreLogin(t *testing.T) {
+	defer checkGoroutines(t)()
+	var mu sync.Mutex
+	var seen []uint32
+	record := func(s *Session, p Packet) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, p.ID)
+		return nil
+	}
+	s, c, done := start(t, context.Background(), Config{NewHandler: handlerOf(echo), Encryption: true, PreLogin: record})
+	p := newPlayer(t, c)
+	p.negotiate()
+	p.send(Packet{ID: IDPacketViolationWarning, Payload: []byte{1}}, Packet{ID: IDLogin, Payload: steveLogin(t)})
+	var hs serverToClientHandshake
+	if _, err := hs.Decode(p.expect(IDServerToClientHandshake).Payload); err != nil {
+		t.Fatal(err)
+	}
+	key := p.clientKey(string(hs.JWT))
+	p.enc.EnableEncryption(key)
+	p.dec.EnableEncryption(key)
+	p.send(Packet{ID: IDClientToServerHandshake})
+	p.expect(IDPlayStatus)
+	p.send(Packet{ID: 0x42})
+	p.expect(0x42)
+	s.Close()
+	wait(t, done)
+	want := []uint32{IDRequestNetworkSettings, IDPacketViolationWarning, IDLogin, IDClientToServerHandshake}
+	if !slices.Equal(seen, want) {
+		t.Errorf("PreLogin saw %#x, want %#x", seen, want)
 	}
 
-	good.send(clientBatch(t, preSettings, Packet{ID: 0x43, Payload: []byte("still here")}))
-	pks := clientDecode(t, good.next(t), false)
-	if len(pks) != 1 || string(pks[0].Payload) != "still here" {
-		t.Errorf("echo: got %+v, want the packet back", pks)
-	}
-	good.Close()
-	if err := wait(t, goodDone); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Run after peer close: got %v, want %v", err, net.ErrClosed)
-	}
+	t.Run("error", func(t *testing.T) {
+		_, c, done := start(t, context.Background(), Config{PreLogin: func(s *Session, p Packet) error {
+			if p.ID == IDLogin {
+				return Kick("No logins today.")
+			}
+			return nil
+		}})
+		c.negotiate(t)
+		c.send(clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)}))
+		c.expectDisconnect(t, true, DisconnectReasonKicked, "No logins today.")
+		if err := wait(t, done); !strings.Contains(err.Error(), "pre-login 0x1") {
+			t.Errorf("Run: got %v, want the PreLogin error", err)
+		}
+	})
 }
 
 func TestSessionEndings(t *testing.T) {
 	defer checkGoroutines(t)()
-	errOpen := errors.New("no thanks")
 	errPacket := errors.New("bad packet")
 	cause := errors.New("shutting down")
 	tests := []struct {
@@ -271,14 +550,12 @@ func TestSessionEndings(t *testing.T) {
 		{"Disconnect", NopHandler{}, func(s *Session, _ *fakeConn, _ context.CancelCauseFunc) { s.Disconnect("bye") }, nil, ""},
 		{"context cancelled", NopHandler{}, func(_ *Session, _ *fakeConn, cancel context.CancelCauseFunc) { cancel(cause) }, cause, ""},
 		{"peer closed", NopHandler{}, func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) { c.Close() }, net.ErrClosed, "read batch"},
-		{"open error", openErrHandler{err: errOpen}, func(*Session, *fakeConn, context.CancelCauseFunc) {}, errOpen, "handle open"},
-		{"open panic", openPanicHandler{}, func(*Session, *fakeConn, context.CancelCauseFunc) {}, ErrHandlerPanic, "handle open"},
 		{"packet error", funcHandler{packet: func(*Session, Packet) error { return errPacket }},
 			func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) {
-				c.send(clientBatch(t, preSettings, Packet{ID: 7}))
+				c.send(clientBatch(t, plain, Packet{ID: 7}))
 			}, errPacket, "handle packet 0x7"},
 		{"bad batch", NopHandler{}, func(_ *Session, c *fakeConn, _ context.CancelCauseFunc) {
-			c.send([]byte{0xfe, 0x02, 0x01, 0x00, 0x00})
+			c.send([]byte{0xfe, 0xff, 0x01, 0x00, 0x00})
 		}, nil, "empty"},
 		{"close panics", closePanicHandler{}, func(s *Session, _ *fakeConn, _ context.CancelCauseFunc) { s.Close() }, nil, ""},
 	}
@@ -287,7 +564,8 @@ func TestSessionEndings(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			h := &recordingHandler{Handler: tc.handler}
-			s, c, done := start(t, ctx, Config{Handler: h})
+			s, c, done := start(t, ctx, Config{NewHandler: handlerOf(h)})
+			c.login(t)
 			tc.act(s, c, cancel)
 			err := wait(t, done)
 			switch {
@@ -299,6 +577,11 @@ func TestSessionEndings(t *testing.T) {
 				t.Errorf("Run: got %v, want error containing %q", err, tc.wantMsg)
 			}
 			c.waitClosed(t)
+			select {
+			case <-s.Done():
+			default:
+				t.Error("Done: still open after Run returned")
+			}
 			if got := h.closes.Load(); got != 1 {
 				t.Errorf("HandleClose: got %d calls, want 1", got)
 			}
@@ -308,24 +591,32 @@ func TestSessionEndings(t *testing.T) {
 			if err := s.WritePacket(1, nil); !errors.Is(err, net.ErrClosed) {
 				t.Errorf("WritePacket after end: got %v, want %v", err, net.ErrClosed)
 			}
+			if ctxErr := context.Cause(s.Context()); ctxErr == nil || err != nil && ctxErr != err {
+				t.Errorf("Context cause: got %v, want Run's %v or context.Canceled", ctxErr, err)
+			}
 		})
 	}
 }
 
-type openErrHandler struct {
-	NopHandler
-	err error
-}
-
-func (h openErrHandler) HandleOpen(*Session) error { return h.err }
-
-type openPanicHandler struct{ NopHandler }
-
-func (openPanicHandler) HandleOpen(*Session) error { panic("open") }
-
 type closePanicHandler struct{ NopHandler }
 
 func (closePanicHandler) HandleClose(*Session, error) { panic("close") }
+
+// TestSessionEndsBeforeLogin checks a session that ends before its player
+// logged in calls no NewHandler and no HandleClose.
+func TestSessionEndsBeforeLogin(t *testing.T) {
+	defer checkGoroutines(t)()
+	called := false
+	s, c, done := start(t, context.Background(), Config{NewHandler: func(*Session) (Handler, error) {
+		called = true
+		return NopHandler{}, nil
+	}})
+	c.negotiate(t)
+	s.Close()
+	if err := wait(t, done); err != nil || called {
+		t.Errorf("Run: got %v with NewHandler called %v, want nil and not called", err, called)
+	}
+}
 
 func TestSessionClosedErrors(t *testing.T) {
 	defer checkGoroutines(t)()
@@ -337,15 +628,10 @@ func TestSessionClosedErrors(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: got %v, want nil", err)
 	}
-	// Close flushed what was buffered before closing the conn.
-	if got, want := c.next(t), unhex(t, "fe 05 02 00 00 00 00"); !bytes.Equal(got, want) {
-		t.Errorf("got % x, want % x", got, want)
-	}
 	for name, err := range map[string]error{
-		"WritePacket":       s.WritePacket(1, nil),
-		"Flush":             s.Flush(),
-		"Disconnect":        s.Disconnect("late"),
-		"EnableCompression": s.EnableCompression(1),
+		"WritePacket": s.WritePacket(1, nil),
+		"Flush":       s.Flush(),
+		"Disconnect":  s.Disconnect("late"),
 	} {
 		if !errors.Is(err, net.ErrClosed) {
 			t.Errorf("%s: got %v, want %v", name, err, net.ErrClosed)
@@ -354,16 +640,15 @@ func TestSessionClosedErrors(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: got %v, want nil", err)
 	}
-	// Run on a closed session still opens and closes the handler once.
-	h := &recordingHandler{Handler: NopHandler{}}
-	s2 := New(newFakeConn(), Config{Handler: h})
-	s2.Close()
-	if err := s2.Run(context.Background()); err != nil {
+	// Run on a closed session flushes what was buffered before the Close
+	// and closes the conn.
+	if err := s.Run(context.Background()); err != nil {
 		t.Errorf("Run: got %v, want nil", err)
 	}
-	if o, cl := h.opens.Load(), h.closes.Load(); o != 1 || cl != 1 {
-		t.Errorf("got %d opens and %d closes, want 1 and 1", o, cl)
+	if got, want := c.next(t), unhex(t, "fe 05 02 00 00 00 00"); !bytes.Equal(got, want) {
+		t.Errorf("got % x, want % x", got, want)
 	}
+	c.waitClosed(t)
 }
 
 func TestSessionWritePacketInvalid(t *testing.T) {
@@ -387,13 +672,27 @@ func TestSessionRunTwicePanics(t *testing.T) {
 	s.Run(context.Background())
 }
 
+func TestNewPanicsOnWrongCurve(t *testing.T) {
+	key, err := newTestKey(t, "P-256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("New with a P-256 key: got no panic, want one")
+		}
+	}()
+	New(newFakeConn(), Config{ServerKey: key})
+}
+
 // TestSessionConcurrentClose races Close, Disconnect, writes, flushes and
 // context cancellation; run it with -race.
 func TestSessionConcurrentClose(t *testing.T) {
 	defer checkGoroutines(t)()
 	for range 20 {
 		ctx, cancel := context.WithCancel(context.Background())
-		s, c, done := start(t, ctx, Config{Handler: echo, FlushInterval: time.Millisecond})
+		s, c, done := start(t, ctx, Config{NewHandler: handlerOf(echo), FlushInterval: time.Millisecond})
+		c.login(t)
 		var wg sync.WaitGroup
 		for i := range 4 {
 			wg.Go(func() {
@@ -407,9 +706,10 @@ func TestSessionConcurrentClose(t *testing.T) {
 				}
 			})
 		}
-		wg.Go(func() { c.send(clientBatch(t, preSettings, Packet{ID: 9})) })
+		wg.Go(func() { c.send(clientBatch(t, plain, Packet{ID: 9})) })
 		wg.Go(func() { s.Disconnect("bye") })
 		wg.Go(func() { s.Close() })
+		wg.Go(func() { _ = s.Stats(); _, _ = s.NetStats(); _ = s.Protocol() })
 		wg.Go(cancel)
 		wg.Wait()
 		wait(t, done)
@@ -425,7 +725,7 @@ func TestSessionFlushInterval(t *testing.T) {
 		const interval = 30 * time.Millisecond
 		c := newFakeConn()
 		// No login deadline: the session must stay idle for an hour.
-		s := New(c, Config{Handler: NopHandler{}, FlushInterval: interval, LoginTimeout: -1})
+		s := New(c, Config{FlushInterval: interval, LoginTimeout: -1})
 		done := make(chan error, 1)
 		go func() { done <- s.Run(context.Background()) }()
 
@@ -473,21 +773,21 @@ func TestSessionFlushSplits(t *testing.T) {
 	if len(first) != maxPacketsPerBatch || len(second) != 1 {
 		t.Errorf("got batches of %d and %d packets, want %d and 1", len(first), len(second), maxPacketsPerBatch)
 	}
+	if st := s.Stats(); st.BatchesOut != 2 || st.PacketsOut != maxPacketsPerBatch+1 {
+		t.Errorf("Stats: got %+v, want 2 batches and %d packets out", st, maxPacketsPerBatch+1)
+	}
 	s.Close()
 }
 
-// TestSessionEnableCompression checks what is buffered before
-// EnableCompression leaves in the old format, and what follows in the new.
+// TestSessionEnableCompression checks what is buffered before compression
+// is switched on leaves in the old format, and what follows in the new.
 func TestSessionEnableCompression(t *testing.T) {
 	c := newFakeConn()
 	s := New(c, Config{})
 	defer s.Close()
 	s.WritePacket(IDNetworkSettings, []byte{1})
-	if err := s.EnableCompression(8); err != nil {
+	if err := s.enableCompression(8); err != nil {
 		t.Fatal(err)
-	}
-	if !s.CompressionEnabled() {
-		t.Errorf("CompressionEnabled: got false, want true")
 	}
 	s.WritePacket(1, []byte{2})
 	s.Flush()
@@ -508,17 +808,32 @@ func TestSessionIdentityAndAddr(t *testing.T) {
 	s := New(c, Config{})
 	defer s.Close()
 	if _, ok := s.Identity(); ok {
-		t.Errorf("Identity before SetIdentity: got ok, want not")
+		t.Errorf("Identity before login: got ok, want not")
 	}
-	s.SetIdentity(Identity{DisplayName: "Steve"})
-	if id, ok := s.Identity(); !ok || id.DisplayName != "Steve" {
-		t.Errorf("got %+v, %v; want Steve, true", id, ok)
+	if got := s.Protocol(); got != 0 {
+		t.Errorf("Protocol before RequestNetworkSettings: got %d, want 0", got)
 	}
 	if got, want := s.RemoteAddr().String(), "127.0.0.1:19132"; got != want {
 		t.Errorf("RemoteAddr: got %v, want %v", got, want)
 	}
 	if s.Log() == nil {
 		t.Errorf("Log: got nil, want a logger")
+	}
+	if _, ok := s.NetStats(); ok {
+		t.Errorf("NetStats of a conn without them: got ok, want not")
+	}
+}
+
+// statsConn is a fakeConn that reports NetStats.
+type statsConn struct{ *fakeConn }
+
+func (statsConn) NetStats() NetStats { return NetStats{RTT: 42 * time.Millisecond, Resends: 3} }
+
+func TestSessionNetStats(t *testing.T) {
+	s := New(statsConn{newFakeConn()}, Config{})
+	defer s.Close()
+	if got, ok := s.NetStats(); !ok || got.RTT != 42*time.Millisecond || got.Resends != 3 {
+		t.Errorf("got %+v, %v; want the conn's", got, ok)
 	}
 }
 
@@ -543,20 +858,38 @@ func TestSessionFlushSplitsBySize(t *testing.T) {
 // BenchmarkSessionDispatch measures the steady-state cost of one incoming
 // compressed batch, from ReadPacket to the handler.
 func BenchmarkSessionDispatch(b *testing.B) {
+	benchmarkDispatch(b, nil)
+}
+
+// BenchmarkSessionDispatchEncrypted is BenchmarkSessionDispatch with the
+// batch encrypted, as every batch of an encrypted session is.
+func BenchmarkSessionDispatchEncrypted(b *testing.B) {
+	benchmarkDispatch(b, &[32]byte{1, 2, 3})
+}
+
+func benchmarkDispatch(b *testing.B, key *[32]byte) {
 	c := newFakeConn()
 	c.in = make(chan []byte) // hand each batch over synchronously
-	s := New(c, Config{Handler: NopHandler{}, LoginTimeout: -1})
-	s.EnableCompression(1)
-	s.SetIdentity(Identity{})
+	s := New(c, Config{LoginTimeout: -1})
+	s.phase, s.loggedIn, s.handler = phasePlaying, true, NopHandler{}
 	// A clock that jumps a second per batch keeps the decompression budget
 	// full: this measures dispatch, not the limit.
 	var clk time.Time
 	s.dec.now = func() time.Time { clk = clk.Add(time.Second); return clk }
+	var sealer *crypt
+	if key != nil {
+		s.dec.crypt, sealer = newCrypt(*key), newCrypt(*key)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
-	batch := clientBatch(b, deflated, benchPackets()...)
+	plainBatch := clientBatch(b, deflated, benchPackets()...)
+	batch := make([]byte, 0, len(plainBatch)+checksumSize)
 	b.ReportAllocs()
 	for b.Loop() {
+		batch = append(batch[:0], plainBatch...)
+		if sealer != nil {
+			batch = sealer.seal(batch)
+		}
 		c.in <- batch
 	}
 	s.Close()
@@ -586,7 +919,8 @@ func TestSessionPreLoginCap(t *testing.T) {
 			err := wait(t, done)
 			c.waitClosed(t)
 			if tc.ok {
-				c.expectDisconnect(t, true, DisconnectReasonKicked, GateHandler{}.message("Steve"))
+				c.expectLoginSuccess(t)
+				c.expectDisconnect(t, true, DisconnectReasonKicked, strings.ReplaceAll(DefaultGateMessage, PlayerPlaceholder, "Steve"))
 				if err != nil {
 					t.Errorf("Run: got %v, want nil", err)
 				}
@@ -624,7 +958,6 @@ func TestSessionDecompressionBudget(t *testing.T) {
 	}{
 		{"before login: over the pre-login cap", false, []step{{0, preLogin + 1}}, ErrTooLarge},
 		{"before login: the burst, then more at once", false, []step{{0, preLogin}, {0, 64 << 10}}, ErrDecompressionBudget},
-		{"before login: refilled at 64 KiB/s", false, []step{{0, preLogin}, {time.Second, 64 << 10}}, nil},
 		{"after login: over the pre-login cap", true, []step{{0, maxSize}}, nil},
 		{"after login: over the batch cap", true, []step{{0, maxSize + 1}}, ErrTooLarge},
 		{"after login: two full batches 1/64 s apart", true, []step{{0, maxSize}, {time.Second / 64, maxSize}}, ErrDecompressionBudget},
@@ -633,20 +966,23 @@ func TestSessionDecompressionBudget(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFakeConn()
-			s := New(c, Config{Handler: holder{}, MaxPreLoginSize: preLogin, MaxDecompressedSize: maxSize})
+			s := New(c, Config{NewHandler: newHolder, MaxPreLoginSize: preLogin, MaxDecompressedSize: maxSize})
 			var at atomic.Int64 // since t0; read by Run's goroutine
 			s.dec.now = func() time.Time { return t0.Add(time.Duration(at.Load())) }
 			done := make(chan error, 1)
 			go func() { done <- s.Run(context.Background()) }()
-			c.negotiate(t)
 			if tc.login {
-				c.send(clientBatch(t, deflated, Packet{ID: IDLogin, Payload: steveLogin(t)}))
+				c.login(t)
+			} else {
+				c.negotiate(t)
 			}
 			for i, st := range tc.steps {
 				at.Store(int64(st.at))
 				c.send(sizedBatch(t, st.size))
 				if i < len(tc.steps)-1 || tc.want == nil {
-					c.sync(t)
+					if tc.login {
+						c.sync(t)
+					}
 				}
 			}
 			if tc.want == nil {
@@ -691,18 +1027,18 @@ func TestSessionLoginDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := newFakeConn()
-				s := New(c, Config{Handler: NopHandler{}, LoginTimeout: tc.timeout})
+				s := New(c, Config{NewHandler: newHolder, LoginTimeout: tc.timeout})
 				done := make(chan error, 1)
 				go func() { done <- s.Run(context.Background()) }()
 				if tc.loginAt > 0 {
 					time.Sleep(tc.loginAt)
-					s.SetIdentity(Identity{DisplayName: "Steve"})
+					c.login(t)
 				}
 				if tc.endsAt == 0 {
 					time.Sleep(time.Hour)
 					synctest.Wait()
-					if s.isClosed() || len(c.out) != 0 {
-						t.Fatalf("after an hour: got closed %v and %d batches, want open and none", s.isClosed(), len(c.out))
+					if s.isClosing() || len(c.out) != 0 {
+						t.Fatalf("after an hour: got closed %v and %d batches, want open and none", s.isClosing(), len(c.out))
 					}
 					s.Close()
 					if err := <-done; err != nil {
@@ -712,8 +1048,8 @@ func TestSessionLoginDeadline(t *testing.T) {
 				}
 				time.Sleep(tc.endsAt - time.Nanosecond)
 				synctest.Wait()
-				if s.isClosed() || len(c.out) != 0 {
-					t.Fatalf("just before the deadline: got closed %v and %d batches, want open and none", s.isClosed(), len(c.out))
+				if s.isClosing() || len(c.out) != 0 {
+					t.Fatalf("just before the deadline: got closed %v and %d batches, want open and none", s.isClosing(), len(c.out))
 				}
 				time.Sleep(time.Nanosecond)
 				synctest.Wait()
@@ -735,36 +1071,33 @@ func TestSessionLoginDeadline(t *testing.T) {
 // in, and never for a Login refused or before one.
 func TestSessionPromote(t *testing.T) {
 	defer checkGoroutines(t)()
-	login := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: steveLogin(t)})
 	invalid := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")})
-	tests := []struct {
-		name    string
-		batches [][]byte
-		want    int32
+	for _, tc := range []struct {
+		name  string
+		login bool
+		want  int32
 	}{
-		{"no login", nil, 0},
-		{"a valid login", [][]byte{login}, 1},
-		{"two valid logins", [][]byte{login, login}, 1},
-		{"an invalid login", [][]byte{invalid}, 0},
-	}
-	for _, tc := range tests {
+		{"no login", false, 0},
+		{"a valid login", true, 1},
+		{"an invalid login", false, 0},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &promotingConn{fakeConn: newFakeConn()}
-			s := New(c, Config{Handler: holder{}})
+			s := New(c, Config{NewHandler: newHolder})
 			done := make(chan error, 1)
 			go func() { done <- s.Run(context.Background()) }()
-			c.negotiate(t)
-			if got := c.promotes.Load(); got != 0 {
-				t.Fatalf("after network settings: got %d promotions, want 0", got)
-			}
-			for _, b := range tc.batches {
-				c.send(b)
-			}
-			if tc.batches != nil && bytes.Equal(tc.batches[0], invalid) {
-				c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, "Invalid login.")
-			} else {
+			switch {
+			case tc.login:
+				c.login(t)
 				c.sync(t)
 				s.Close()
+			case tc.name == "no login":
+				c.negotiate(t)
+				s.Close()
+			default:
+				c.negotiate(t)
+				c.send(invalid)
+				c.expectDisconnect(t, true, DisconnectReasonInvalidPlayer, invalidLoginMessage)
 			}
 			wait(t, done)
 			if got := c.promotes.Load(); got != tc.want {
