@@ -20,9 +20,9 @@ var (
 	windowBuckets = prometheus.ExponentialBuckets(2048, 2, 12)
 )
 
-// sessionCounts are the figures the server keeps about sessions as they
-// end, for its metrics: each is counted once when a session ends, never on
-// a packet's path.
+// sessionCounts are the figures the server keeps about sessions for its
+// metrics: counted when a session ends, or (handler errors) when a handler
+// returns one, which ends its session; never per packet.
 type sessionCounts struct {
 	ended, handlerErrors, handlerPanics atomic.Uint64
 	// totals sums the Stats of the sessions removed from the registry;
@@ -76,7 +76,8 @@ func countError(err error, n *atomic.Uint64) error {
 	return err
 }
 
-// errorCounter is a handler whose errors are counted.
+// errorCounter is a handler whose errors are counted: per packet it adds
+// one call and a nil check.
 type errorCounter struct {
 	h session.Handler
 	n *atomic.Uint64
