@@ -80,6 +80,10 @@ type Stats struct {
 	Buffered          int     // bytes written but not yet acknowledged
 	Dropped           uint64  // malformed datagrams and control messages
 	Deferred          uint64  // data datagrams refused while the read queue or the listener's memory budget was full (asked for again later)
+	AcksSent          uint64  // ACK datagrams sent
+	NacksSent         uint64  // NACK datagrams sent
+	NacksReceived     uint64  // NACK datagrams received and acted on
+	LossIn            float64 // share of the peer's data datagrams that did not arrive (or not yet)
 }
 
 // Receipt is the fate of a message written with Conn.WriteReceipt: Acked

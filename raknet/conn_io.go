@@ -353,9 +353,13 @@ func (c *Conn) Stats() Stats {
 		Resends: s.FramesResent, DatagramsLost: s.DatagramsLost,
 		Window: s.Window, InFlight: s.InFlight, Buffered: s.Buffered,
 		Dropped: dropped, Deferred: deferred,
+		AcksSent: s.AcksSent, NacksSent: s.NacksSent, NacksReceived: s.NacksReceived,
 	}
 	if data := s.DatagramsSent - s.AcksSent - s.NacksSent; data > 0 {
 		st.Loss = float64(s.DatagramsLost) / float64(data)
+	}
+	if s.DataSpan > s.DataReceived {
+		st.LossIn = float64(s.DataSpan-s.DataReceived) / float64(s.DataSpan)
 	}
 	return st
 }

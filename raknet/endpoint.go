@@ -111,6 +111,8 @@ type endpoint struct {
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
 	oversize  atomic.Uint64 // datagrams dropped for their size
+	// traffic counts what the socket carried, for Listener.Stats.
+	traffic traffic
 
 	// offline serialises the handling of offline datagrams (no valid flag)
 	// across the readers of an endpoint with more than one socket: a
@@ -273,6 +275,7 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 			continue
 		}
 		s.received.Add(1)
+		e.traffic.in(n)
 		if n == 0 {
 			continue
 		}
@@ -303,6 +306,7 @@ func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrP
 		s.mu.Unlock()
 		for i := range n {
 			b, from, truncated := s.bio.message(i)
+			e.traffic.in(len(b))
 			if len(b) == 0 {
 				continue
 			}
@@ -358,6 +362,7 @@ func peerTag(ap netip.AddrPort) uint64 {
 // the rest of its batch's replies; any other leaves at once. An error of
 // a queued write is counted when it is sent, not returned.
 func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
+	e.traffic.out(len(b))
 	tag := peerTag(ap)
 	for _, s := range e.socks {
 		if s.bio != nil && s.cur.Load() == tag && e.queue(s, b, ap) {

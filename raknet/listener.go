@@ -254,6 +254,10 @@ type ListenerStats struct {
 	QueryAnswered    uint64 // replies ListenConfig.Query sent
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
+	Established      int    // past their handshake now
+	// What the socket carried, offline traffic and every connection's
+	// datagrams included; bytes are UDP payload bytes.
+	DatagramsIn, DatagramsOut, BytesIn, BytesOut uint64
 
 	// PROXY protocol refusals (see ListenConfig.ProxyProtocol); headers
 	// that do not parse count as Dropped.
@@ -281,6 +285,9 @@ type Listener struct {
 	mu     sync.RWMutex
 	conns  map[netip.AddrPort]*Conn
 	closed bool // set by Close under mu: no new connections
+	// retired sums the counters of connections removed from conns (see
+	// ConnStats); guarded by mu.
+	retired Stats
 
 	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
 	queryAnswered                                                                        atomic.Uint64
@@ -446,6 +453,8 @@ func (l *Listener) Stats() ListenerStats {
 		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
 		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
 		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
+		Established: int(l.nEstablished.Load()), DatagramsIn: l.ep.traffic.datagramsIn.Load(),
+		DatagramsOut: l.ep.traffic.datagramsOut.Load(), BytesIn: l.ep.traffic.bytesIn.Load(), BytesOut: l.ep.traffic.bytesOut.Load(),
 		QueryAnswered: l.queryAnswered.Load(),
 	}
 	l.proxy.stats(&st)
@@ -553,10 +562,12 @@ func (l *Listener) established(c *Conn) {
 // removeConn forgets a closed connection. It runs after c.mu is released,
 // by the goroutine that closed c.
 func (l *Listener) removeConn(c *Conn) {
+	final := c.Stats()
 	l.mu.Lock()
 	if l.conns[c.raddr] == c {
 		delete(l.conns, c.raddr)
 	}
+	l.retired.add(&final)
 	switch {
 	case c.pool == poolEstablished:
 		l.nEstablished.Add(-1)

@@ -161,6 +161,15 @@ max_connections_per_ip = 16
 # messages being reassembled, waiting for their turn or for the server to
 # read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB.
 memory_budget = 134217728
+
+[metrics]
+# TCP address, "host:port", of an HTTP server of Prometheus metrics at
+# /metrics, such as "127.0.0.1:9100". An empty string serves none. Whoever can
+# reach it sees the server's traffic figures: keep it on a private address.
+address = ""
+# Also serve Go's profiler at /debug/pprof/ on that address, for debugging: a
+# profile costs CPU while it runs. Needs metrics.address.
+pprof = false
 `
 
 // UserConfig is the configuration as written in config.toml, one struct per
@@ -253,6 +262,14 @@ type UserConfig struct {
 		// 4 MiB to 64 GiB.
 		MemoryBudget int `toml:"memory_budget"`
 	} `toml:"raknet"`
+	// Metrics is the [metrics] table: the HTTP server of Prometheus
+	// metrics.
+	Metrics struct {
+		// Address is the TCP address of the metrics server, "" for none.
+		Address string `toml:"address"`
+		// Pprof also serves net/http/pprof there.
+		Pprof bool `toml:"pprof"`
+	} `toml:"metrics"`
 
 	// dir is the directory of the file the config was loaded from, against
 	// which a relative GUIDFile is resolved. Empty means the working
@@ -394,9 +411,20 @@ type Config struct {
 	// listener's default, 128 MiB.
 	MemoryBudget int
 
+	// MetricsAddress is the TCP address, "host:port", of the HTTP server
+	// of Prometheus metrics at /metrics; empty (the zero value) serves
+	// none.
+	MetricsAddress string
+	// MetricsPprof also serves net/http/pprof at /debug/pprof/ on
+	// MetricsAddress.
+	MetricsPprof bool
+
 	// listenPacket opens the listeners' sockets; nil means
 	// net.ListenPacket. Tests use it to simulate a host without IPv6.
 	listenPacket func(network, address string) (net.PacketConn, error)
+	// noOfflineLimits lifts the listeners' offline rate limits, so a
+	// benchmark can ping as fast as it likes.
+	noOfflineLimits bool
 }
 
 // DefaultUserConfig returns the configuration config.toml holds when first
@@ -643,6 +671,14 @@ func (uc UserConfig) Validate() error {
 	if b := int64(r.MemoryBudget); b < minMemoryBudget || b > maxMemoryBudget {
 		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB)", b, minMemoryBudget, int64(maxMemoryBudget))
 	}
+
+	// [metrics]
+	if err := checkTCPAddress(uc.Metrics.Address); err != nil {
+		add("metrics.address", "%q: %v", uc.Metrics.Address, err)
+	}
+	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
+		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")
+	}
 	return errors.Join(errs...)
 }
 
@@ -696,6 +732,25 @@ func checkAddress(addr string, v6 bool) error {
 		return fmt.Errorf("host %q is an IPv4-mapped address; put it in network.address_v4", host)
 	case !v6 && !ip.Is4():
 		return fmt.Errorf("host %q is not an IPv4 address", host)
+	}
+	return nil
+}
+
+// checkTCPAddress checks a "host:port" TCP address: empty (none), or an IP
+// literal (or no host, meaning every address) and a port.
+func checkTCPAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if _, err := netip.ParseAddr(host); host != "" && err != nil {
+		return fmt.Errorf("host %q is not an IP address", host)
 	}
 	return nil
 }
@@ -836,6 +891,8 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		MaxMTU:            uc.RakNet.MaxMTU,
 		MaxConnections:    uc.RakNet.MaxConnections,
 		MemoryBudget:      uc.RakNet.MemoryBudget,
+		MetricsAddress:    uc.Metrics.Address,
+		MetricsPprof:      uc.Metrics.Pprof,
 	}
 	for _, p := range uc.Server.AcceptedProtocols {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))

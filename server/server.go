@@ -91,6 +91,9 @@ type Server struct {
 
 	stats     counters
 	closeOnce sync.Once
+
+	sessionCounts sessionCounts
+	metrics       *metricsServer // guarded by mu; nil unless serving metrics
 }
 
 // entry is what the registry keeps per session.
@@ -196,6 +199,9 @@ func (srv *Server) Listen() error {
 	if _, err := srv.base.Encode(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := srv.listenMetrics(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	c := srv.conf
 	lc := listenConfig(c)
 	for _, g := range []struct {
@@ -218,6 +224,8 @@ func (srv *Server) Listen() error {
 				_ = l.Close()
 			}
 			srv.v4, srv.v6 = nil, nil
+			srv.metrics.stop()
+			srv.metrics = nil
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		*g.l = l
@@ -244,37 +252,9 @@ func (srv *Server) Listen() error {
 	return nil
 }
 
-// netConn is the session.Conn of a RakNet connection: raknet.Conn with
-// NetStats, which raknet cannot provide since it does not know session.
-// Promote, through which the session lifts the connection's pre-login
-// share of the memory budget once its player logged in, comes with the
-// embedded Conn.
-type netConn struct{ *raknet.Conn }
-
-var (
-	_ session.Conn                             = netConn{}
-	_ interface{ Promote() }                   = netConn{}
-	_ interface{ NetStats() session.NetStats } = netConn{}
-)
-
-// NetStats returns the connection's RakNet figures in the session's terms.
-// RakNet measures no loss on the way in, so PacketLossIn is 0.
-func (c netConn) NetStats() session.NetStats {
-	st := c.Stats()
-	return session.NetStats{
-		RTT: st.RTT, RTTVar: st.RTTVar,
-		PacketLossOut: st.Loss,
-		Resends:       st.Resends,
-		Window:        st.Window, InFlight: st.InFlight, Buffered: st.Buffered,
-		BytesIn: st.BytesReceived, BytesOut: st.BytesSent,
-		DatagramsIn: st.DatagramsReceived, DatagramsOut: st.DatagramsSent,
-	}
-}
-
 // listenConfig returns the configuration of every listener c asks for.
-
 func listenConfig(c Config) raknet.ListenConfig {
-	return raknet.ListenConfig{
+	lc := raknet.ListenConfig{
 		ListenPacket:        c.listenPacket,
 		Log:                 c.Log,
 		MaxMTU:              c.MaxMTU,
@@ -291,6 +271,10 @@ func listenConfig(c Config) raknet.ListenConfig {
 		ProxyProtocol:    c.ProxyProtocol,
 		TrustedProxies:   c.TrustedProxies,
 	}
+	if c.noOfflineLimits {
+		lc.OfflineRate, lc.OfflineBytes = -1, -1
+	}
+	return lc
 }
 
 // listenLAN opens a LAN discovery listener for each family whose game port
@@ -371,7 +355,7 @@ func newServerKey() *ecdsa.PrivateKey {
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
 	s := session.New(netConn{c}, session.Config{
-		NewHandler:        tracker{srv: srv, newHandler: srv.handler}.NewHandler,
+		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
 		AcceptedProtocols: srv.conf.AcceptedProtocols,
 		Encryption:        srv.conf.Encryption,
 		ServerKey:         srv.key,
@@ -401,10 +385,14 @@ func (srv *Server) run(s *session.Session) {
 	err := srv.runSafely(s)
 	_, loggedIn := s.Identity()
 	srv.stats.count(err, loggedIn)
+	srv.sessionCounts.count(err)
 	srv.remove(s)
 	if e := log.Debug(); e.Enabled() {
 		if id, ok := s.Identity(); ok {
 			e.Str("player", id.DisplayName)
+		}
+		if n, ok := s.NetStats(); ok {
+			logNetStats(e, n)
 		}
 		e.Err(err).Dur("duration", time.Since(start)).Msg("session closed")
 	}
@@ -430,6 +418,7 @@ func (srv *Server) remove(s *session.Session) {
 	defer srv.mu.Unlock()
 	e := srv.sessions[s]
 	delete(srv.sessions, s)
+	srv.sessionCounts.add(s.Stats())
 	if e != nil && e.player {
 		srv.players--
 		srv.updateStatusLocked()
@@ -495,6 +484,7 @@ func (srv *Server) shutdown() {
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
+	defer srv.stopMetrics()
 	if len(listeners) == 0 {
 		return
 	}

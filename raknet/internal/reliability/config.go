@@ -104,6 +104,7 @@ type Stats struct {
 	FramesResent                     uint64
 	DatagramsLost                    uint64 // NACKed, timed out or skipped
 	AcksSent, NacksSent              uint64
+	NacksReceived                    uint64 // NACK datagrams accepted
 	DuplicateDatagrams               uint64
 	DuplicateFrames                  uint64
 	Errors                           uint64 // datagrams or frames refused
@@ -122,4 +123,8 @@ type Stats struct {
 	// the frames it refused (also counted in Errors, once per datagram).
 	Reserved      int
 	BudgetRefused uint64
+	// DataReceived counts the distinct data datagrams that arrived, and
+	// DataSpan the datagram numbers up to the highest of them: the
+	// difference is what the peer sent that never arrived (or not yet).
+	DataReceived, DataSpan uint64
 }

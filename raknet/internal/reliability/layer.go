@@ -68,6 +68,7 @@ func (l *Layer) Stats() Stats {
 	s.AcksSent, s.NacksSent = l.recv.sent, l.nacks.sent
 	s.DuplicateDatagrams, s.DuplicateFrames = l.recv.dups, l.rcv.dupFrames
 	s.MessagesDelivered = l.rcv.delivered
+	s.DataSpan = l.recv.high - (absBase + uint64(l.cfg.InitialRecv))
 	s.Held, s.HeldBytes = l.rcv.held.msgs, l.rcv.held.bytes
 	s.Reserved, s.BudgetRefused = l.charge.reserved, l.charge.refused
 	r := &l.sent.rtt
@@ -150,6 +151,9 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 			l.stats.Errors++
 			return err
 		}
+		if l.ackBuf.NACK {
+			l.stats.NacksReceived++
+		}
 		return nil
 	}
 	var h wire.DatagramHeader
@@ -182,6 +186,7 @@ func (l *Layer) HandleDatagram(now time.Time, b []byte) error {
 	l.frames = frames[:0]
 	defer clear(frames)
 	l.probe.arrived(now)
+	l.stats.DataReceived++
 	if high := l.recv.advance(abs); abs >= high {
 		l.nacks.gap(high, abs, now, nackDelay(l.sent.rtt.rttvar))
 	} else {
