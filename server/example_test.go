@@ -8,27 +8,48 @@ import (
 
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/lobby"
+	"github.com/basaltmc/basalt/session/packets"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// greeter is one player's handler. The session has run the login (network
-// settings, protocol check, Login, encryption) before newGreeter is called,
-// and the server has given the player a slot.
-type greeter struct {
-	session.NopHandler
-	name string
+// counter is one player's handler: the built-in lobby's handler for that
+// player (it spawns them and runs the chat), plus what this player said,
+// kept in the handler itself: no map, no lock. The session has run the
+// login (network settings, protocol check, Login, encryption) and the
+// server has given the player a slot before newCounter is called.
+type counter struct {
+	session.Handler // the lobby's handler for this player
+	codec           packets.Codec
+	name            string
+	said            int
 }
 
-func newGreeter(s *session.Session) (session.Handler, error) {
-	id, _ := s.Identity()
-	if id.DisplayName == "Herobrine" {
-		return nil, session.Kick("Not you again.") // ends this session only
+func newCounter(lby *lobby.Lobby) func(*session.Session) (session.Handler, error) {
+	return func(s *session.Session) (session.Handler, error) {
+		id, _ := s.Identity()
+		if id.DisplayName == "Herobrine" {
+			return nil, session.Kick("Not you again.") // ends this session only
+		}
+		h, err := lby.NewHandler(s)
+		if err != nil {
+			return nil, err
+		}
+		return &counter{Handler: h, name: id.DisplayName}, nil
 	}
-	s.Log().Info().Msg("greeting")
-	return &greeter{name: id.DisplayName}, nil
 }
 
-func (g *greeter) HandlePacket(s *session.Session, p session.Packet) error {
-	return s.Disconnect("Hello, " + g.name + "! Come back soon.")
+func (c *counter) HandlePacket(s *session.Session, p session.Packet) error {
+	if p.ID == packet.IDText {
+		if pk, err := c.codec.Decode(p); err == nil && pk.(*packet.Text).TextType == packet.TextTypeChat {
+			c.said++
+			msg := fmt.Sprintf("%s, that was message %d.", c.name, c.said)
+			if err := c.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: msg}); err != nil {
+				return err
+			}
+		}
+	}
+	return c.Handler.HandlePacket(s, p) // the lobby relays the chat
 }
 
 // This example runs a server from config.toml with a custom handler until
@@ -44,7 +65,8 @@ func Example_customHandler() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	conf.NewHandler = newGreeter
+	lby := lobby.New(lobby.Config{Greeting: "Welcome, {player}! Say something."})
+	conf.NewHandler = newCounter(lby)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := conf.New().Run(ctx); err != nil {

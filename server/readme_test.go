@@ -8,7 +8,7 @@ import (
 )
 
 // TestREADMEHandlerMatchesExample keeps the handler example in README.md
-// the code Example_customHandler compiles: the greeter type, newGreeter and
+// the code Example_customHandler compiles: the counter type, newCounter and
 // its method must appear in both, verbatim.
 func TestREADMEHandlerMatchesExample(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
@@ -19,7 +19,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const start, end = "// greeter is one player's handler", "Come back soon.\")\n}\n"
+	const start, end = "// counter is one player's handler", "// the lobby relays the chat\n}\n"
 	section := func(s string) string {
 		i := strings.Index(s, start)
 		if i < 0 {
@@ -33,12 +33,12 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	}
 	got, want := section(string(readme)), section(string(example))
 	if want == "" {
-		t.Fatal("example_test.go: greeter not found")
+		t.Fatal("example_test.go: counter not found")
 	}
 	if got != want {
-		t.Errorf("README.md greeter:\n%s\nwant, as in example_test.go:\n%s", got, want)
+		t.Errorf("README.md counter:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
-	for _, line := range []string{"conf.NewHandler = newGreeter", "conf.New().Run(ctx)"} {
+	for _, line := range []string{"conf.NewHandler = newCounter(lby)", "conf.New().Run(ctx)"} {
 		if !strings.Contains(string(readme), line) {
 			t.Errorf("README.md lacks %q", line)
 		}
