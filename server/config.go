@@ -375,6 +375,11 @@ type Config struct {
 	// message to reach the clients; 0 or less means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// OnShutdown, if set, is called once when Close begins, with
+	// ShutdownMessage, before the server disconnects the sessions: a
+	// handler's shared state (the lobby, say) can close first, so its
+	// players are not told one by one that the others left.
+	OnShutdown func(message string)
 	// GUIDFile is the resolved path of the GUID file.
 	GUIDFile string
 	// GUID is the stable, non-negative server GUID read from (or first
@@ -903,13 +908,15 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		c.TrustedProxies = append(c.TrustedProxies, pp)
 	}
 	if uc.Server.Handler == handlerLobby {
-		// The server's shutdown disconnects the lobby's players with
-		// shutdown_message, as it does any session's.
-		c.NewHandler = lobby.New(lobby.Config{
+		// The server's shutdown closes the lobby first, which disconnects
+		// its players with shutdown_message and announces no departures.
+		lby := lobby.New(lobby.Config{
 			Greeting:  uc.Server.Greeting,
 			WorldName: uc.Server.LevelName,
 			Log:       log,
-		}).NewHandler
+		})
+		c.NewHandler = lby.NewHandler
+		c.OnShutdown = lby.Shutdown
 	}
 	for _, v := range uc.RakNet.ProtocolVersions {
 		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))

@@ -488,6 +488,9 @@ func (srv *Server) shutdown() {
 	if len(listeners) == 0 {
 		return
 	}
+	if srv.conf.OnShutdown != nil {
+		srv.conf.OnShutdown(srv.conf.ShutdownMessage)
+	}
 	srv.log.Info().Int("sessions", len(sessions)).Msg("shutting down")
 
 	// DisconnectWith only asks a session to end; each session then

@@ -160,3 +160,33 @@ func TestUpdateStatusPlayerLimit(t *testing.T) {
 		t.Errorf("after raising the limit: got %d players, want 2", got)
 	}
 }
+
+// OnShutdown runs once, with the shutdown message, before any session is
+// told the server is closing.
+func TestOnShutdown(t *testing.T) {
+	var calls atomic.Int64
+	var srv *Server
+	open := -1
+	srv = startServer(t, Config{NewHandler: newHold, ShutdownMessage: "Bye.", OnShutdown: func(msg string) {
+		calls.Add(1)
+		if msg != "Bye." {
+			t.Errorf("OnShutdown got %q, want the shutdown message", msg)
+		}
+		open = 0
+		for _, s := range srv.Sessions() {
+			select {
+			case <-s.Done():
+			default:
+				open++
+			}
+		}
+	}})
+	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.login("Alex")
+	c.sync()
+	_ = srv.Close()
+	_ = srv.Close()
+	if calls.Load() != 1 || open != 1 {
+		t.Errorf("OnShutdown called %d times, seeing %d open sessions; want once, with the player's session open", calls.Load(), open)
+	}
+}
