@@ -91,22 +91,6 @@ func lobbyText(t *testing.T, conn *minecraft.Conn, substr string) string {
 	}
 }
 
-// lobbyDisconnect reads from conn until the server disconnects it and
-// returns the message shown.
-func lobbyDisconnect(t *testing.T, conn *minecraft.Conn) string {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(lobbyWait))
-	for {
-		if _, err := conn.ReadPacket(); err != nil {
-			var de minecraft.DisconnectError
-			if !errors.As(err, &de) {
-				t.Fatalf("got %v, want a disconnect", err)
-			}
-			return string(de)
-		}
-	}
-}
-
 func TestLobby(t *testing.T) {
 	srv, addr := lobbyServer(t, "Hello {player}, this is the lobby.")
 
