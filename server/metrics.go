@@ -106,7 +106,7 @@ func metricDesc(name, help string, labels ...string) *prometheus.Desc {
 type collector struct {
 	srv *Server
 
-	pings, handshakes, accepted, connRefused, refused          *prometheus.Desc
+	pings, queries, handshakes, accepted, connRefused, refused *prometheus.Desc
 	datagramsIn, datagramsOut, bytesIn, bytesOut               *prometheus.Desc
 	conns, handshaking, established                            *prometheus.Desc
 	resends, lost, nacksSent, nacksReceived, deferred, dropped *prometheus.Desc
@@ -127,6 +127,7 @@ func (srv *Server) Collector() prometheus.Collector {
 	return &collector{
 		srv:         srv,
 		pings:       metricDesc("raknet_pings_answered_total", "Unconnected pings answered with a pong.", l),
+		queries:     metricDesc("raknet_queries_answered_total", "Query protocol (GameSpy4) requests answered.", l),
 		handshakes:  metricDesc("raknet_handshakes_total", "OpenConnectionRequest2 that created a connection.", l),
 		accepted:    metricDesc("raknet_connections_accepted_total", "Connections established and handed to the server.", l),
 		connRefused: metricDesc("raknet_connections_refused_total", "Connections refused: server full, accept queue full, or over their IP's or the memory budget's limit.", l),
@@ -169,7 +170,7 @@ func (srv *Server) Collector() prometheus.Collector {
 // Describe sends the description of every metric the collector reports.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.pings, c.handshakes, c.accepted, c.connRefused, c.refused,
+		c.pings, c.queries, c.handshakes, c.accepted, c.connRefused, c.refused,
 		c.datagramsIn, c.datagramsOut, c.bytesIn, c.bytesOut,
 		c.conns, c.handshaking, c.established,
 		c.resends, c.lost, c.nacksSent, c.nacksReceived, c.deferred, c.dropped,
@@ -213,6 +214,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count(c.sessionRefused, st.TooLarge, "too_large")
 	count(c.sessionRefused, st.DecompressionBudget, "decompression_budget")
 	count(c.sessionRefused, st.LoginTimeouts, "login_timeout")
+	count(c.sessionRefused, st.BadChecksums, "bad_checksum")
 
 	// Each session is among the live ones or in the totals, never both.
 	for _, s := range sessions {
@@ -238,6 +240,7 @@ func (c *collector) collectListener(ch chan<- prometheus.Metric, l *raknet.Liste
 	}
 	st := l.Stats()
 	count(c.pings, st.Pings)
+	count(c.queries, st.QueryAnswered)
 	count(c.handshakes, st.Handshakes)
 	count(c.accepted, st.Accepted)
 	count(c.connRefused, st.Refused)
@@ -254,6 +257,9 @@ func (c *collector) collectListener(ch chan<- prometheus.Metric, l *raknet.Liste
 		{"per_ip", st.PerIPLimited},
 		{"amplification", st.Amplification},
 		{"budget", st.BudgetRefusals},
+		{"proxy_untrusted", st.ProxyUntrusted},
+		{"proxy_no_flow", st.ProxyNoFlow},
+		{"proxy_local", st.ProxyLocal},
 	} {
 		count(c.refused, r.n, r.reason)
 	}

@@ -112,7 +112,7 @@ func value(m *dto.Metric) float64 {
 // metricNames are the families the collector reports, as README.md lists
 // them.
 var metricNames = []string{
-	"basalt_raknet_pings_answered_total", "basalt_raknet_handshakes_total",
+	"basalt_raknet_pings_answered_total", "basalt_raknet_queries_answered_total", "basalt_raknet_handshakes_total",
 	"basalt_raknet_connections_accepted_total", "basalt_raknet_connections_refused_total",
 	"basalt_raknet_refused_total",
 	"basalt_raknet_datagrams_received_total", "basalt_raknet_datagrams_sent_total",
