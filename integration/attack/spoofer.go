@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/ipv4"
@@ -208,13 +207,7 @@ func (s *Spoofer) check() error {
 func listenWildcard(port uint16) (*net.UDPConn, uint16, error) {
 	lc := net.ListenConfig{}
 	if port != 0 {
-		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
-			})
-			return errors.Join(err, serr)
-		}
+		lc.Control = reuseAddr
 	}
 	c, err := lc.ListenPacket(context.Background(), "udp4", fmt.Sprintf("0.0.0.0:%d", port))
 	if err != nil {
