@@ -479,7 +479,7 @@ func LoadConfig(path string) (UserConfig, error) {
 	uc.dir = filepath.Dir(path)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeNew(path, []byte(configTemplate)); err == nil {
+		if err := writeNew(path, []byte(configTemplate), 0o644); err == nil {
 			return uc, nil
 		} else if !errors.Is(err, fs.ErrExist) {
 			return UserConfig{}, fmt.Errorf("write default config: %w", err)
@@ -539,10 +539,10 @@ func decodeStrict(data []byte, v any) error {
 	return err
 }
 
-// writeNew creates path with data, failing with fs.ErrExist if it is already
-// there.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// writeNew creates path with data and permissions perm, failing with
+// fs.ErrExist if it is already there.
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
@@ -958,7 +958,7 @@ func LoadOrCreateGUID(path string) (int64, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		guid := randomGUID()
-		werr := writeNew(path, []byte(strconv.FormatInt(guid, 10)+"\n"))
+		werr := writeNew(path, []byte(strconv.FormatInt(guid, 10)+"\n"), 0o644)
 		if werr == nil {
 			return guid, nil
 		}

@@ -146,7 +146,7 @@ func LoadOrCreateCookieSecret(path string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		secret := make([]byte, cookieSecretSize)
 		_, _ = rand.Read(secret)
-		werr := writeSecret(path, []byte(hex.EncodeToString(secret)+"\n"))
+		werr := writeNew(path, []byte(hex.EncodeToString(secret)+"\n"), 0o600) // readable by its owner only
 		if werr == nil {
 			return secret, nil
 		}
@@ -164,21 +164,4 @@ func LoadOrCreateCookieSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("load cookie secret: %s does not hold at least %d bytes in hexadecimal; delete the file to make a new secret", path, raknet.MinCookieSecret)
 	}
 	return secret, nil
-}
-
-// writeSecret creates path with data, readable by its owner only, failing
-// with fs.ErrExist if it is already there.
-func writeSecret(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
 }
