@@ -111,6 +111,9 @@ type endpoint struct {
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
 	oversize  atomic.Uint64 // datagrams dropped for their size
+	// closing stops the readers from collecting writes into their
+	// batches: set by stopBatching, before the last datagrams leave.
+	closing atomic.Bool
 	// traffic counts what the socket carried, for Listener.Stats.
 	traffic traffic
 
@@ -302,7 +305,7 @@ func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrP
 		now := time.Now()
 		s.received.Add(uint64(n))
 		s.mu.Lock()
-		s.collecting = true
+		s.collecting = !e.closing.Load()
 		s.mu.Unlock()
 		for i := range n {
 			b, from, truncated := s.bio.message(i)
@@ -400,6 +403,23 @@ func (s *socket) write(b []byte, ap netip.AddrPort) error {
 // logWriteError reports whether a write error is among the first few,
 // which are worth a debug line: a socket that fails keeps failing.
 func (e *endpoint) logWriteError() bool { return e.writeErrs.Add(1) <= 3 }
+
+// stopBatching makes every write from now on leave at once rather than
+// join a reader's batch, and sends what the batches hold: the goodbyes a
+// closing listener writes next then never wait on a batch that close could
+// cut short.
+func (e *endpoint) stopBatching() {
+	e.closing.Store(true)
+	for _, s := range e.socks {
+		if s.bio == nil {
+			continue
+		}
+		s.mu.Lock()
+		s.collecting = false
+		s.bio.flushNow()
+		s.mu.Unlock()
+	}
+}
 
 // close closes the sockets, ending the read loops; replies still queued
 // leave first if the sockets have room for them (close waits for

@@ -494,6 +494,9 @@ func (l *Listener) Close() error {
 			conns = append(conns, c)
 		}
 		l.mu.Unlock()
+		// The goodbyes below leave at once, whatever the readers are
+		// doing, before the socket closes.
+		l.ep.stopBatching()
 		for _, c := range conns {
 			c.closeNow(net.ErrClosed, true)
 		}

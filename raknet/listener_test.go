@@ -530,6 +530,11 @@ func TestListenerCloseClosesConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client2.Close()
+	// Both are past their handshake on this side too (the dialer returns
+	// once it sent NewIncomingConnection, which may still be on its way).
+	if !waitFor(5*time.Second, func() bool { return l.Stats().Handshaking == 0 }) {
+		t.Fatalf("still handshaking: %+v", l.Stats())
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +554,7 @@ func TestListenerCloseClosesConnections(t *testing.T) {
 	for i, c := range []*Conn{client, client2} {
 		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		if _, err := c.ReadPacket(); !errors.Is(err, ErrPeerClosed) {
-			t.Errorf("client %d read after listener close: got %v, want ErrPeerClosed", i, err)
+			t.Errorf("client %d read after listener close: got %v, want ErrPeerClosed (stats %+v)", i, err, l.Stats())
 		}
 	}
 }
