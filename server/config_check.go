@@ -1,0 +1,313 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/session"
+)
+
+// keyError reports a problem with one config key.
+func keyError(key, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// logLevels lists the log.level values accepted, each a name
+// zerolog.ParseLevel knows.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// gameModes lists the game mode names server.game_mode accepts.
+var gameModes = []string{"Survival", "Creative", "Adventure", "Spectator"}
+
+// Validate checks every key and returns all problems found, joined with
+// errors.Join, each naming its key as "table.key" and saying what is wrong.
+func (uc UserConfig) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, keyError(key, format, args...))
+	}
+
+	// [network]
+	n := uc.Network
+	if n.AddressV4 == "" && n.AddressV6 == "" {
+		add("network.address_v4, network.address_v6", "both are empty; set at least one")
+	}
+	if err := checkAddress(n.AddressV4, false); err != nil {
+		add("network.address_v4", "%q: %v", n.AddressV4, err)
+	}
+	if err := checkAddress(n.AddressV6, true); err != nil {
+		add("network.address_v6", "%q: %v", n.AddressV6, err)
+	}
+	for i, p := range n.TrustedProxies {
+		if _, err := parseProxyPrefix(p); err != nil {
+			add(fmt.Sprintf("network.trusted_proxies[%d]", i), "%q is not a CIDR prefix like \"203.0.113.0/24\" or an IP", p)
+		}
+	}
+	if n.ProxyProtocol && len(n.TrustedProxies) == 0 {
+		add("network.trusted_proxies", "is empty; network.proxy_protocol needs the proxies' addresses")
+	}
+	if n.Sockets < 1 || n.Sockets > 64 {
+		add("network.sockets", "%d is outside 1-64", n.Sockets)
+	}
+
+	// [server]
+	s := uc.Server
+	if e := motd.Edition(s.Edition); e != motd.EditionBedrock && e != motd.EditionEducation {
+		add("server.edition", "%q is not %q or %q", s.Edition, motd.EditionBedrock, motd.EditionEducation)
+	}
+	if !slices.Contains(gameModes, s.GameMode) {
+		add("server.game_mode", "%q is not one of %s", s.GameMode, strings.Join(gameModes, ", "))
+	}
+	if s.MaxPlayers < 1 {
+		add("server.max_players", "%d is less than 1", s.MaxPlayers)
+	}
+	if !isVersion(s.Version) {
+		add("server.version", "%q is not a version like \"1.26.50\"", s.Version)
+	}
+	if err := checkProtocol(s.Protocol); err != nil {
+		add("server.protocol", "%v", err)
+	}
+	if len(s.AcceptedProtocols) == 0 {
+		add("server.accepted_protocols", "is empty; list at least one protocol")
+	}
+	for i, p := range s.AcceptedProtocols {
+		if err := checkProtocol(p); err != nil {
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v", err)
+		}
+	}
+	if len(s.AcceptedProtocols) > 0 && !slices.Contains(s.AcceptedProtocols, s.Protocol) {
+		add("server.protocol", "%d is not in server.accepted_protocols %v", s.Protocol, s.AcceptedProtocols)
+	}
+	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
+		add("server.disconnect_message", "%v", err)
+	}
+	if s.Handler != handlerGate && s.Handler != handlerLobby {
+		add("server.handler", "%q is not %q or %q", s.Handler, handlerGate, handlerLobby)
+	}
+	if err := checkPlaceholders(s.Greeting); err != nil {
+		add("server.greeting", "%v", err)
+	}
+	if s.GUIDFile == "" {
+		add("server.guid_file", "is empty")
+	}
+	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	errs = append(errs, uc.checkMOTD()...)
+
+	// [log]
+	if !slices.Contains(logLevels, uc.Log.Level) {
+		add("log.level", "%q is not one of %s", uc.Log.Level, strings.Join(logLevels, ", "))
+	}
+	if f := uc.Log.Format; f != "console" && f != "json" {
+		add("log.format", "%q is not \"console\" or \"json\"", f)
+	}
+
+	// [raknet]
+	r := uc.RakNet
+	if r.MaxMTU < minMTU || r.MaxMTU > maxMTU {
+		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, minMTU, maxMTU)
+	}
+	switch {
+	case r.MaxConnections < 0:
+		add("raknet.max_connections", "%d is negative (0 means derive it from server.max_players)", r.MaxConnections)
+	case r.MaxConnections > 0 && r.MaxConnections < s.MaxPlayers:
+		add("raknet.max_connections", "%d is less than server.max_players %d", r.MaxConnections, s.MaxPlayers)
+	}
+	checkDuration(add, "raknet.timeout", r.Timeout, maxTimeout)
+	if len(r.ProtocolVersions) == 0 {
+		add("raknet.protocol_versions", "is empty; list at least one version")
+	}
+	for i, v := range r.ProtocolVersions {
+		if v < 1 || v > math.MaxUint8 {
+			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is outside 1-255", v)
+		}
+	}
+	if r.MaxConnectionsPerIP < 0 {
+		add("raknet.max_connections_per_ip", "%d is negative (0 means no limit)", r.MaxConnectionsPerIP)
+	}
+	if b := int64(r.MemoryBudget); b < minMemoryBudget || b > maxMemoryBudget {
+		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB)", b, minMemoryBudget, int64(maxMemoryBudget))
+	}
+
+	// [metrics]
+	if err := checkTCPAddress(uc.Metrics.Address); err != nil {
+		add("metrics.address", "%q: %v", uc.Metrics.Address, err)
+	}
+	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
+		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")
+	}
+	return errors.Join(errs...)
+}
+
+// parseProxyPrefix parses a network.trusted_proxies entry: a CIDR prefix,
+// or an IP standing for itself alone.
+func parseProxyPrefix(s string) (netip.Prefix, error) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(ip, ip.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}
+
+// checkDuration checks a Go duration string that must be more than 0 and at
+// most limit, reporting a problem with add.
+func checkDuration(add func(key, format string, args ...any), key, v string, limit time.Duration) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		add(key, "%q is not a duration like \"10s\"", v)
+	case d <= 0:
+		add(key, "%v is not more than 0", d)
+	case d > limit:
+		add(key, "%v is longer than %v", d, limit)
+	}
+}
+
+// checkAddress checks a "host:port" UDP address: empty (disabled), or an IP
+// literal of the right family (or no host, meaning every address) and a
+// port.
+func checkAddress(addr string, v6 bool) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host == "" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err != nil:
+		return fmt.Errorf("host %q is not an IP address", host)
+	case v6 && !ip.Is6():
+		return fmt.Errorf("host %q is not an IPv6 address", host)
+	case v6 && ip.Is4In6():
+		return fmt.Errorf("host %q is an IPv4-mapped address; put it in network.address_v4", host)
+	case !v6 && !ip.Is4():
+		return fmt.Errorf("host %q is not an IPv4 address", host)
+	}
+	return nil
+}
+
+// checkTCPAddress checks a "host:port" TCP address: empty (none), or an IP
+// literal (or no host, meaning every address) and a port.
+func checkTCPAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if _, err := netip.ParseAddr(host); host != "" && err != nil {
+		return fmt.Errorf("host %q is not an IP address", host)
+	}
+	return nil
+}
+
+// checkProtocol checks a Bedrock network protocol number.
+func checkProtocol(p int) error {
+	if p < 1 || p > math.MaxInt32 {
+		return fmt.Errorf("%d is outside 1-%d", p, math.MaxInt32)
+	}
+	return nil
+}
+
+// isVersion reports whether v is dot-separated decimal numbers, "1.26.50".
+func isVersion(v string) bool {
+	parts := strings.Split(v, ".")
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return len(parts) >= 2
+}
+
+// checkPlaceholders rejects any {…} in msg other than
+// session.PlayerPlaceholder, so a typo such as {name} is caught rather than
+// shown to players.
+func checkPlaceholders(msg string) error {
+	for rest := msg; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i:]
+		if strings.HasPrefix(rest, session.PlayerPlaceholder) {
+			rest = rest[len(session.PlayerPlaceholder):]
+			continue
+		}
+		j := strings.IndexByte(rest, '}')
+		if j < 0 {
+			return nil // a lone '{' is text
+		}
+		return fmt.Errorf("unknown placeholder %q; only %s is supported", rest[:j+1], session.PlayerPlaceholder)
+	}
+}
+
+// worstStatus returns the MOTD the server would send with every number at
+// its longest, to check the names fit.
+func (uc UserConfig) worstStatus() motd.Status {
+	return motd.Status{
+		Edition:         motd.Edition(uc.Server.Edition),
+		ServerName:      uc.Server.Name,
+		Protocol:        uc.Server.Protocol,
+		Version:         uc.Server.Version,
+		Players:         uc.Server.MaxPlayers,
+		MaxPlayers:      uc.Server.MaxPlayers,
+		ServerGUID:      math.MaxInt64,
+		LevelName:       uc.Server.LevelName,
+		GameMode:        uc.Server.GameMode,
+		GameModeNumeric: 1,
+		PortV4:          math.MaxUint16,
+		PortV6:          math.MaxUint16,
+		Extra:           []string{"0"},
+	}
+}
+
+// checkMOTD checks server.name and server.level_name with motd's own rules:
+// no characters the MOTD cannot carry, and short enough not to be truncated.
+func (uc UserConfig) checkMOTD() []error {
+	err := uc.worstStatus().Validate()
+	if err == nil {
+		return nil
+	}
+	all := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	}
+	var errs []error
+	for _, e := range all {
+		fe, ok := errors.AsType[*motd.FieldError](e)
+		switch {
+		case ok && fe.Field == "ServerName":
+			errs = append(errs, keyError("server.name", "%v", fe.Err))
+		case ok && fe.Field == "LevelName":
+			errs = append(errs, keyError("server.level_name", "%v", fe.Err))
+		case errors.Is(e, motd.ErrTooLong):
+			st := uc.worstStatus()
+			st.ServerName, st.LevelName = "", ""
+			b, _ := st.Encode()
+			over := len(b) + len(uc.Server.Name) + len(uc.Server.LevelName) - motd.MaxEncodedLen
+			errs = append(errs, keyError("server.name, server.level_name",
+				"together %d bytes too long for the %d-byte MOTD", over, motd.MaxEncodedLen))
+		}
+		// Other fields are checked, with clearer messages, by Validate.
+	}
+	return errs
+}
