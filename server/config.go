@@ -90,6 +90,12 @@ trusted_proxies = []
 # spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only
 # on a machine with cores to spare under heavy traffic.
 sockets = 1
+# The address players reach this server at, "IP:port", when it differs from
+# the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is
+# the one pongs advertise, and clients connect to the advertised port, so
+# behind a balancer on another port they would otherwise bypass it. Empty
+# means the listening ports.
+public_address = ""
 # Encrypt every session after its Login with the Bedrock handshake (AES-256,
 # as vanilla servers do). The server runs in offline mode either way: the
 # Login is read but not checked against Xbox Live.
@@ -196,6 +202,9 @@ type UserConfig struct {
 		TrustedProxies []string `toml:"trusted_proxies"`
 		// Sockets is how many sockets each listener opens on its address.
 		Sockets int `toml:"sockets"`
+		// PublicAddress is the "IP:port" players reach, "" for the
+		// listening address.
+		PublicAddress string `toml:"public_address"`
 		// Encryption runs the encryption handshake with every client.
 		Encryption bool `toml:"encryption"`
 	} `toml:"network"`
@@ -332,6 +341,13 @@ type Config struct {
 	// TrustedProxies are the proxies whose headers are taken; needed with
 	// ProxyProtocol.
 	TrustedProxies []netip.Prefix
+	// PublicAddress is the address players reach the server at when it
+	// is not the one it listens on (a load balancer, a tunnel, a NAT).
+	// Its port is advertised in pongs as the IPv4 port (and the IPv6
+	// port too for an IPv6 address): clients connect to the advertised
+	// port, so without it they would bypass a balancer on another port.
+	// The zero value means the listening ports.
+	PublicAddress netip.AddrPort
 
 	// Name is MOTD line 1; empty means "Basalt".
 	Name string
@@ -604,6 +620,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))
 	}
 	c.ProxyProtocol = uc.Network.ProxyProtocol
+	c.PublicAddress, _ = parsePublicAddress(uc.Network.PublicAddress) // checked by Validate
 	for _, p := range uc.Network.TrustedProxies {
 		pp, _ := parseProxyPrefix(p) // checked by Validate
 		c.TrustedProxies = append(c.TrustedProxies, pp)
