@@ -73,6 +73,7 @@ type UserConfig struct {
 		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg, frp, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
+		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
 		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). The server runs in offline mode either way: the Login is read but not checked against Xbox Live."`
 	} `toml:"network"`
 	Server struct {
@@ -364,6 +365,13 @@ type Config struct {
 	// Sockets is how many UDP sockets each listener opens on its address
 	// (raknet.ListenConfig.Sockets); 0 means 1.
 	Sockets int
+	// PublicAddress is the address players reach the server at when it
+	// is not the one it listens on (a load balancer, a tunnel, a NAT).
+	// Its port is advertised in pongs as the IPv4 port (and the IPv6
+	// port too for an IPv6 address): clients connect to the advertised
+	// port, so without it they would bypass a balancer on another port.
+	// The zero value means the listening ports.
+	PublicAddress netip.AddrPort
 	// MaxMTU is the largest RakNet datagram in bytes; 0 means
 	// raknet.DefaultMaxMTU.
 	MaxMTU int
@@ -518,6 +526,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		LANDiscovery:      uc.Network.LANDiscovery,
 		Query:             uc.Network.Query,
 		Sockets:           uc.Network.Sockets,
+		PublicAddress:     mustPublicAddress(uc.Network.PublicAddress),
 		Encryption:        uc.Network.Encryption,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
@@ -616,4 +625,10 @@ func randomGUID() int64 {
 			return guid
 		}
 	}
+}
+
+// mustPublicAddress parses a network.public_address Validate accepted.
+func mustPublicAddress(s string) netip.AddrPort {
+	ap, _ := parsePublicAddress(s) // checked by Validate
+	return ap
 }

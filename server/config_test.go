@@ -225,6 +225,15 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"trusted proxy not a prefix", "[network]\ntrusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n", "network.trusted_proxies[1]", "10.0.0.0/33"},
 		{"trusted proxy a name", "[network]\ntrusted_proxies = [\"proxy.example\"]\n", "network.trusted_proxies[0]", "CIDR"},
 		{"proxy protocol without proxies", "[network]\nproxy_protocol = true\n", "network.trusted_proxies", "proxy_protocol needs"},
+		{"public address without port", "[network]\npublic_address = \"203.0.113.5\"\n", "network.public_address", "IP:port"},
+		{"public address a name", "[network]\npublic_address = \"play.example:19132\"\n", "network.public_address", "not an IP address"},
+		{"public address port 0", "[network]\npublic_address = \"203.0.113.5:0\"\n", "network.public_address", "1 to 65535"},
+		{"public address port too big", "[network]\npublic_address = \"203.0.113.5:65536\"\n", "network.public_address", "1 to 65535"},
+		{"public address unspecified", "[network]\npublic_address = \"0.0.0.0:19132\"\n", "network.public_address", "unspecified"},
+		{"public address IPv6 unspecified", "[network]\npublic_address = \"[::]:19132\"\n", "network.public_address", "unspecified"},
+		{"public address multicast", "[network]\npublic_address = \"224.0.0.1:19132\"\n", "network.public_address", "multicast"},
+		{"public address zone", "[network]\npublic_address = \"[fe80::1%eth0]:19132\"\n", "network.public_address", "zone"},
+		{"public address IPv6 without brackets", "[network]\npublic_address = \"2001:db8::1:19132\"\n", "network.public_address", "[IPv6]:port"},
 		{"no sockets", "[network]\nsockets = 0\n", "network.sockets", "1-64"},
 		{"too many sockets", "[network]\nsockets = 65\n", "network.sockets", "1-64"},
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
@@ -415,6 +424,26 @@ func TestConfigConversions(t *testing.T) {
 			want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::1/128")}
 			if !c.ProxyProtocol || !slices.Equal(c.TrustedProxies, want) {
 				t.Errorf("got %v %v, want true %v", c.ProxyProtocol, c.TrustedProxies, want)
+			}
+		}},
+		{"no public address", func(uc *UserConfig) {}, func(t *testing.T, c Config) {
+			if c.PublicAddress.IsValid() {
+				t.Errorf("got %v, want the zero value", c.PublicAddress)
+			}
+		}},
+		{"public address", func(uc *UserConfig) { uc.Network.PublicAddress = "203.0.113.5:25000" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:25000"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"public IPv6 address", func(uc *UserConfig) { uc.Network.PublicAddress = "[2001:db8::7]:19133" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("[2001:db8::7]:19133"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
+				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c Config) {

@@ -466,6 +466,15 @@ func (srv *Server) updateStatusLocked() {
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
 	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
+	// Behind a balancer or tunnel, the port players reach. Clients that
+	// reconnect to the pong's port (gophertunnel, the game) take the
+	// IPv4 field whatever their family.
+	if pub := srv.conf.PublicAddress; pub.IsValid() {
+		st.PortV4 = pub.Port()
+		if pub.Addr().Is6() {
+			st.PortV6 = pub.Port()
+		}
+	}
 	srv.publishLocked(st)
 }
 
