@@ -2,8 +2,6 @@ module github.com/basaltmc/basalt
 
 go 1.26.0
 
-replace github.com/df-mc/go-nethernet => github.com/df-mc/go-nethernet v1.0.20
-
 require (
 	github.com/dchest/siphash v1.2.3
 	github.com/df-mc/atomic v1.10.0
@@ -27,7 +25,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.14 // indirect
 	github.com/coreos/go-oidc/v3 v3.17.0 // indirect
-	github.com/df-mc/go-nethernet v1.0.20-0.20260818142457-6fc1eb6f907c // indirect
+	github.com/df-mc/go-nethernet v1.0.20 // indirect
 	github.com/df-mc/go-playfab/v2 v2.0.2 // indirect
 	github.com/df-mc/go-xsapi/v2 v2.0.3 // indirect
 	github.com/df-mc/jsonc v1.0.5 // indirect
