@@ -30,7 +30,7 @@ func TestImportDirection(t *testing.T) {
 		{mod + "/session", []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
 		{mod + "/session/packets", []string{mod + "/session", "github.com/", "golang.org/x/"}},
 		{mod + "/session/lobby", []string{mod + "/session", "github.com/", "golang.org/x/"}},
-		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", mod + "/server/", "github.com/", "golang.org/x/", "google.golang.org/protobuf/"}},
+		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", mod + "/server/", "github.com/", "golang.org/x/", "google.golang.org/protobuf/", "gopkg.in/natefinch/lumberjack.v2"}},
 	}
 	// The parts of gophertunnel that are Bedrock's packet structures, which
 	// import no transport.

@@ -16,11 +16,6 @@ import (
 	"github.com/basaltmc/basalt/session"
 )
 
-// keyError reports a problem with one config key.
-func keyError(key, format string, args ...any) error {
-	return fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
-}
-
 // logLevels lists the log.level values accepted, each a name
 // zerolog.ParseLevel knows.
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -99,9 +94,6 @@ func (uc UserConfig) Validate() error {
 	if err := checkPlaceholders(s.Greeting); err != nil {
 		add("server.greeting", "%v", err)
 	}
-	if s.GUIDFile == "" {
-		add("server.guid_file", "is empty")
-	}
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
 	errs = append(errs, uc.checkMOTD()...)
 
@@ -111,6 +103,12 @@ func (uc UserConfig) Validate() error {
 	}
 	if f := uc.Log.Format; f != "console" && f != "json" {
 		add("log.format", "%q is not \"console\" or \"json\"", f)
+	}
+	if m := uc.Log.FileMaxMiB; m < 1 || m > maxLogFileMiB {
+		add("log.file_max_mib", "%d is outside 1-%d", m, maxLogFileMiB)
+	}
+	if uc.Log.FileBackups < 0 {
+		add("log.file_backups", "%d is negative (0 keeps every rotated file)", uc.Log.FileBackups)
 	}
 
 	// [raknet]
@@ -129,8 +127,8 @@ func (uc UserConfig) Validate() error {
 		add("raknet.protocol_versions", "is empty; list at least one version")
 	}
 	for i, v := range r.ProtocolVersions {
-		if v < 1 || v > math.MaxUint8 {
-			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is outside 1-255", v)
+		if v < 0 || v > math.MaxUint8 || !slices.Contains(raknet.DefaultProtocolVersions, byte(v)) {
+			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is not a RakNet version Bedrock clients speak; list only %v (11 since Minecraft 1.19.30, 10 before it and in PrismarineJS clients), or leave the key out", v, raknet.DefaultProtocolVersions)
 		}
 	}
 	if r.MaxConnectionsPerIP < 0 {
@@ -147,7 +145,7 @@ func (uc UserConfig) Validate() error {
 	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
 		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")
 	}
-	return errors.Join(errs...)
+	return uc.withLines(errors.Join(errs...))
 }
 
 // parseProxyPrefix parses a network.trusted_proxies entry: a CIDR prefix,

@@ -91,6 +91,10 @@ func TestREADMEConfigTable(t *testing.T) {
 		defaults = append(defaults, cells[1])
 	}
 	keys, values := configKeys(t)
+	missing := false
+	for _, k := range keys {
+		missing = missing || !slices.Contains(rows, k)
+	}
 	for i, k := range keys {
 		want := "`" + values[i] + "`"
 		j := slices.Index(rows, k)
@@ -99,7 +103,7 @@ func TestREADMEConfigTable(t *testing.T) {
 			t.Errorf("README.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
 		case defaults[j] != want:
 			t.Errorf("README.md %s: default %s, want %s", k, defaults[j], want)
-		case j != i && i < len(rows):
+		case j != i && !missing:
 			t.Errorf("README.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
 		}
 	}

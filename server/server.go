@@ -38,6 +38,12 @@ const (
 	// LANPortV4 and LANPortV6 are the ports Bedrock clients send LAN
 	// discovery pings to: IPv4 broadcast to 19132, IPv6 to 19133.
 	LANPortV4, LANPortV6 = 19132, 19133
+	// lifecycleBurst and lifecycleEvery bound the info lines of players
+	// joining, leaving and being refused: plenty for a busy server's
+	// comings and goings, few enough that a flood of logins cannot fill
+	// the log.
+	lifecycleBurst = 30
+	lifecycleEvery = 10 * time.Second
 )
 
 // Server is a Bedrock server: it owns the RakNet listeners (one per address
@@ -93,7 +99,11 @@ type Server struct {
 	closeOnce sync.Once
 
 	sessionCounts sessionCounts
-	metrics       *metricsServer // guarded by mu; nil unless serving metrics
+	// lifecycle samples the info lines of players joining, leaving and
+	// being refused, which anyone able to log in can trigger: bursts of
+	// lifecycleBurst per lifecycleEvery, the rest dropped.
+	lifecycle *zerolog.BurstSampler
+	metrics   *metricsServer // guarded by mu; nil unless serving metrics
 }
 
 // entry is what the registry keeps per session.
@@ -151,6 +161,7 @@ func (c Config) New() *Server {
 		sessions:   make(map[*session.Session]*entry),
 		statusKick: make(chan struct{}, 1),
 		statusDone: make(chan struct{}),
+		lifecycle:  &zerolog.BurstSampler{Burst: lifecycleBurst, Period: lifecycleEvery},
 	}
 	srv.maxPlayers.Store(int64(c.MaxPlayers))
 	if srv.handler == nil {
@@ -231,7 +242,11 @@ func (srv *Server) Listen() error {
 			srv.v4, srv.v6 = nil, nil
 			srv.metrics.stop()
 			srv.metrics = nil
-			return fmt.Errorf("listen on %s: %w", addr, err)
+			key := "network.address_v4"
+			if g.l == &srv.v6 {
+				key = "network.address_v6"
+			}
+			return &listenError{key: key, addr: addr, err: err}
 		}
 		*g.l = l
 	}
@@ -391,7 +406,14 @@ func (srv *Server) run(s *session.Session) {
 	_, loggedIn := s.Identity()
 	srv.stats.count(err, loggedIn)
 	srv.sessionCounts.count(err)
-	srv.remove(s)
+	if left, players := srv.remove(s); left {
+		l := s.Log().Sample(srv.lifecycle) // with the player, now logged in
+		e := l.Info().Stringer("duration", time.Since(start).Round(time.Millisecond)).Int("players", players)
+		if err != nil {
+			e.Str("reason", err.Error())
+		}
+		e.Msg("player left")
+	}
 	if e := log.Debug(); e.Enabled() {
 		if id, ok := s.Identity(); ok {
 			e.Str("player", id.DisplayName)
@@ -399,7 +421,7 @@ func (srv *Server) run(s *session.Session) {
 		if n, ok := s.NetStats(); ok {
 			logNetStats(e, n)
 		}
-		e.Err(err).Dur("duration", time.Since(start)).Msg("session closed")
+		e.Err(err).Stringer("duration", time.Since(start).Round(time.Millisecond)).Msg("session closed")
 	}
 }
 
@@ -417,8 +439,9 @@ func (srv *Server) runSafely(s *session.Session) (err error) {
 	return s.Run(srv.sessCtx)
 }
 
-// remove forgets s and frees its player slot.
-func (srv *Server) remove(s *session.Session) {
+// remove forgets s and frees its player slot, reporting whether it held
+// one and how many players are left.
+func (srv *Server) remove(s *session.Session) (player bool, players int) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	e := srv.sessions[s]
@@ -427,7 +450,9 @@ func (srv *Server) remove(s *session.Session) {
 	if e != nil && e.player {
 		srv.players--
 		srv.updateStatusLocked()
+		return true, srv.players
 	}
+	return false, srv.players
 }
 
 // admit gives s a player slot if it has none and one is free, and reports
@@ -519,7 +544,7 @@ wait:
 		select {
 		case <-s.Done():
 		case <-t.C:
-			srv.log.Warn().Dur("timeout", srv.conf.ShutdownTimeout).
+			srv.log.Warn().Stringer("timeout", srv.conf.ShutdownTimeout).
 				Msg("clients did not acknowledge the shutdown in time; closing their connections")
 			break wait
 		}
