@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
@@ -52,26 +53,35 @@ func (c *counter) HandlePacket(s *session.Session, p session.Packet) error {
 	return c.Handler.HandlePacket(s, p) // the lobby relays the chat
 }
 
-// This example runs a server from config.toml with a custom handler until
-// Ctrl-C.
+// This example runs a server from config.toml, logging as its [log] table
+// says, with a custom handler until Ctrl-C or SIGTERM.
 func Example_customHandler() {
 	uc, err := server.LoadConfig("config.toml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	conf, err := uc.Config(nil)
+	log, logFile, err := uc.Logger() // [log]: level, format, file
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	lby := lobby.New(lobby.Config{Greeting: "Welcome, {player}! Say something."})
+	defer logFile.Close()
+	conf, err := uc.Config(log) // the server logs "listening", joins, leaves
+	if err != nil {
+		log.Error().Err(err).Msg("bad configuration")
+		return
+	}
+	// This handler takes the place of server.handler; it builds on the
+	// lobby, which greets each player with server.greeting and is closed
+	// first on shutdown.
+	lby := lobby.New(lobby.Config{Greeting: conf.Greeting, WorldName: conf.LevelName, Log: log})
 	conf.NewHandler = newCounter(lby)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	conf.OnShutdown = lby.Shutdown
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := conf.New().Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Error().Err(err).Msg("server stopped")
 	}
 }
 
