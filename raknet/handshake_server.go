@@ -58,7 +58,7 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort, now time.Time) ([
 	if _, err := m.Decode(b); err != nil {
 		return dst, err
 	}
-	if m.Size+overhead(from) < MinMTU {
+	if probedMTU(m.Size, from) < MinMTU {
 		// No real client probes below the minimum MTU; answering would
 		// send more than such a request carries.
 		return dst, errShortProbe
@@ -67,7 +67,7 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort, now time.Time) ([
 		reply := wire.IncompatibleProtocolVersion{Protocol: r.protocols[0], ServerGUID: r.guid}
 		return reply.Append(dst), nil
 	}
-	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(m.Size+overhead(from), r.maxMTU))}
+	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(probedMTU(m.Size, from), r.maxMTU))}
 	if r.cookies != nil && m.Protocol >= minCookieProtocol {
 		reply.Security, reply.Cookie = true, r.cookies.Issue(key(from), m.Protocol, now)
 	}

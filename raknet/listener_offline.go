@@ -69,20 +69,20 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 		// A proxied peer's stale data is not acknowledged: the ACK would
 		// go to the client's address, not the proxy's.
 		if via != from || !l.ep.ackStale(b, from, now) {
-			l.dropped.Add(1)
+			l.n.dropped.Add(1)
 		}
 		return
 	}
 	switch b[0] {
 	case wire.IDUnconnectedPing, wire.IDUnconnectedPingOpenConnections, wire.IDOpenConnectionRequest1, wire.IDOpenConnectionRequest2:
 	default:
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 		return
 	}
 	// Every offline request costs its source prefix a token before it is
 	// even decoded: a flood from one network is cut off cheaply.
 	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
-		l.rateLimited.Add(1)
+		l.n.rateLimited.Add(1)
 		return
 	}
 	var err error
@@ -95,16 +95,16 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 	default:
 		r.out, err = l.resp.pong(r.out[:0], b, *l.pong.Load(), !l.full())
 		if err == nil && len(r.out) > 0 {
-			l.pings.Add(1)
+			l.n.pings.Add(1)
 		}
 	}
 	if err != nil {
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 	} else if len(r.out) > 0 {
 		if l.replyBytes == nil || l.replyBytes.Allow(now, len(r.out)) {
 			_ = l.ep.write(r.out, via)
 		} else {
-			l.rateLimited.Add(1)
+			l.n.rateLimited.Add(1)
 		}
 	}
 	r.maybeLogRefusals(now)
@@ -119,12 +119,6 @@ func (r *reader) maybeLogRefusals(now time.Time) {
 	}
 }
 
-// refusals returns the total of the refusal counters.
-func (l *Listener) refusals() uint64 {
-	return l.dropped.Load() + l.cookieFailures.Load() + l.rateLimited.Load() + l.poolFull.Load() +
-		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load() + l.proxyUntrusted.Load() + l.proxyNoFlow.Load()
-}
-
 // logRefusals writes one line with the refusals since the last one, if
 // there were any and the last was refusalLogInterval ago: the listener's
 // only log of traffic from peers that have not proven their address. Of
@@ -135,7 +129,7 @@ func (l *Listener) logRefusals(now time.Time) {
 	if now.UnixNano()-at < int64(refusalLogInterval) || !l.refusalLogAt.CompareAndSwap(at, now.UnixNano()) {
 		return
 	}
-	total := l.refusals()
+	total := l.n.refusals()
 	logged := l.refusalsLogged.Swap(total)
 	if total <= logged {
 		return
@@ -176,7 +170,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		// Forged, or older than two cookie periods: dropped unanswered and
 		// counted, never logged or held against the address (its owner
 		// may be the victim of whoever forged it).
-		l.cookieFailures.Add(1)
+		l.n.cookieFailures.Add(1)
 		return nil
 	}
 	l.mu.Lock()
@@ -198,7 +192,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	st.unprovenFull = l.unproven.Load() >= maxUnproven
 	if proven && st.live == nil && l.ipFull(k.Addr()) {
 		l.mu.Unlock()
-		l.perIPLimited.Add(1)
+		l.n.perIPLimited.Add(1)
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.cfg.GUID}
 		r.out = reply.Append(r.out[:0])
 		return nil
@@ -206,7 +200,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	d := l.resp.request2(r.out[:0], &m, proven, from, st)
 	if proven && (d.action == r2Accept || d.action == r2Replace) && l.ipRate != nil && !l.ipRate.Allow(k.Addr(), now, 1) {
 		l.mu.Unlock()
-		l.perIPLimited.Add(1)
+		l.n.perIPLimited.Add(1)
 		return nil
 	}
 	switch d.action {
@@ -217,20 +211,20 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		return nil
 	case r2Full:
 		l.mu.Unlock()
-		l.refused.Add(1)
+		l.n.refused.Add(1)
 		if !st.full {
-			l.poolFull.Add(1)
+			l.n.poolFull.Add(1)
 		}
 		r.out = d.reply
 		return nil
 	case r2AlreadyConnected:
 		l.mu.Unlock()
-		l.alreadyConnected.Add(1)
+		l.n.alreadyConnected.Add(1)
 		r.out = d.reply
 		return nil
 	case r2Drop:
 		l.mu.Unlock()
-		l.poolFull.Add(1)
+		l.n.poolFull.Add(1)
 		return nil
 	case r2Replace:
 		// Another client process on the same address: the old one is
@@ -261,7 +255,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		cfg.handshakeTimeout = unprovenTimeout
 	}
 	if l.budget != nil {
-		cfg.account = &account{a: l.budget.Open(), refused: &l.budgetRefusals}
+		cfg.account = &account{a: l.budget.Open(), refused: &l.n.budgetRefusals}
 	}
 	c := newConn(l.ep, from, d.mtu, cfg, false, now)
 	c.wap = via
@@ -290,7 +284,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		l.unproven.Add(1)
 	}
 	l.mu.Unlock()
-	l.handshakes.Add(1)
+	l.n.handshakes.Add(1)
 	r.out = d.reply
 	return nil
 }
