@@ -370,13 +370,13 @@ func (r *reader) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, n
 	b, from, v := r.proxy.unwrap(b, src, now)
 	switch v {
 	case proxyUntrusted:
-		l.proxyUntrusted.Add(1)
+		l.n.proxyUntrusted.Add(1)
 	case proxyNoFlow:
-		l.proxyNoFlow.Add(1)
+		l.n.proxyNoFlow.Add(1)
 	case proxyLocal:
-		l.proxyLocal.Add(1)
+		l.n.proxyLocal.Add(1)
 	case proxyMalformed:
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 	}
 	return b, from
 }
