@@ -94,4 +94,3 @@ func trusted(key *ecdsa.PublicKey, roots []*ecdsa.PublicKey) bool {
 	}
 	return false
 }
-
