@@ -109,7 +109,7 @@ func TestVerifyToken(t *testing.T) {
 		}, auth.ErrNotSignedIn},
 		{"self-signed chain, no token", func() session.LoginRequest {
 			return session.LoginRequest{AuthenticationType: session.AuthenticationSelfSigned,
-				Chain: authtest.Chain(steve.Key, steve, time.Now().Add(time.Hour))[:1], ClientData: authtest.ClientData(steve.Key, nil)}
+				Chain: authtest.SelfSignedChain(steve), ClientData: authtest.ClientData(steve.Key, nil)}
 		}, auth.ErrNotSignedIn},
 	}
 	for _, tc := range tests {
