@@ -76,9 +76,9 @@ query = true
 # means a new random secret at each start. A relative path is relative to
 # this file's directory.
 cookie_secret_file = ""
-# Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg,
-# frp, TCPShield-style) put on the datagrams they forward, and see each
-# client by the address it names. Clients not behind a proxy still connect.
+# Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels,
+# balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on
+# the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect.
 proxy_protocol = false
 # The proxies allowed to send PROXY headers, as CIDR prefixes ("203.0.113.0/24",
 # "2001:db8::/32") or single IPs; proxy_protocol needs at least one. A header
@@ -196,7 +196,8 @@ type UserConfig struct {
 		// means a random one per start. A relative path is relative to
 		// the config file's directory.
 		CookieSecretFile string `toml:"cookie_secret_file"`
-		// ProxyProtocol takes PROXY v2 headers from TrustedProxies.
+		// ProxyProtocol takes PROXY v1 and v2 headers from
+		// TrustedProxies.
 		ProxyProtocol bool `toml:"proxy_protocol"`
 		// TrustedProxies are CIDR prefixes or IPs.
 		TrustedProxies []string `toml:"trusted_proxies"`
@@ -334,7 +335,7 @@ type Config struct {
 	// CookieSecretFile is the resolved path CookieSecret was read from,
 	// "" for none.
 	CookieSecretFile string
-	// ProxyProtocol makes the listeners take PROXY protocol v2 headers
+	// ProxyProtocol makes the listeners take PROXY protocol headers
 	// from TrustedProxies (see raknet.ListenConfig.ProxyProtocol). False
 	// (the zero value) takes none.
 	ProxyProtocol bool
