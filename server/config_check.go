@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 )
 
@@ -57,8 +58,8 @@ func (uc UserConfig) Validate() error {
 	if _, err := parsePublicAddress(n.PublicAddress); err != nil {
 		add("network.public_address", "%q: %v", n.PublicAddress, err)
 	}
-	if n.Sockets < 1 || n.Sockets > 64 {
-		add("network.sockets", "%d is outside 1-64", n.Sockets)
+	if n.Sockets < 1 || n.Sockets > raknet.MaxSockets {
+		add("network.sockets", "%d is outside 1-%d", n.Sockets, raknet.MaxSockets)
 	}
 
 	// [server]
@@ -92,8 +93,8 @@ func (uc UserConfig) Validate() error {
 	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
 		add("server.disconnect_message", "%v", err)
 	}
-	if s.Handler != handlerGate && s.Handler != handlerLobby {
-		add("server.handler", "%q is not %q or %q", s.Handler, handlerGate, handlerLobby)
+	if h := BuiltinHandler(s.Handler); h != HandlerGate && h != HandlerLobby {
+		add("server.handler", "%q is not %q or %q", s.Handler, HandlerGate, HandlerLobby)
 	}
 	if err := checkPlaceholders(s.Greeting); err != nil {
 		add("server.greeting", "%v", err)
@@ -114,8 +115,8 @@ func (uc UserConfig) Validate() error {
 
 	// [raknet]
 	r := uc.RakNet
-	if r.MaxMTU < minMTU || r.MaxMTU > maxMTU {
-		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, minMTU, maxMTU)
+	if r.MaxMTU < raknet.MinMTU || r.MaxMTU > raknet.MaxMTU {
+		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, raknet.MinMTU, raknet.MaxMTU)
 	}
 	switch {
 	case r.MaxConnections < 0:
