@@ -52,8 +52,8 @@
 //
 //	func newGreeter(s *session.Session) (session.Handler, error) {
 //		id, _ := s.Identity()
-//		if id.XUID == "" {
-//			return nil, session.Kick("Sign in to Xbox Live to play here.")
+//		if !id.Verified { // offline mode: the name and XUID are only claims
+//			return nil, session.Kick("This server needs players signed in to Xbox Live.")
 //		}
 //		return &greeter{name: id.DisplayName}, nil
 //	}
