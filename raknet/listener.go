@@ -173,9 +173,9 @@ type ListenConfig struct {
 	// it runs on several goroutines at once, so it must be safe for
 	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
-	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
-	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
-	// put in front of the datagrams they forward, from the sources in
+	// ProxyProtocol makes the listener take PROXY protocol headers, v2
+	// (binary) or v1 (text, as nginx sends), which tunnels, balancers and
+	// DDoS filters (playit.gg, frp, nginx, TCPShield-style) put in front of the datagrams they forward, from the sources in
 	// TrustedProxies; Listen fails if it is set and TrustedProxies is
 	// empty. The client a header names is the peer as everything else
 	// sees it: connection keys, per-IP limits, cookies, logs,
@@ -194,7 +194,8 @@ type ListenConfig struct {
 	//     (ProxyNoFlow): a trusted proxy's own traffic is not served. A
 	//     flow unused for Timeout is forgotten, and at most 8192 are
 	//     kept, the least recently used making room.
-	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
+	//   - A LOCAL (v2) or UNKNOWN (v1) header, the proxy's own traffic,
+	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
 	// A header's bytes come on top of the client's datagram; MTU

@@ -333,7 +333,7 @@ func (g *proxyGate) isTrusted(src netip.Addr) bool {
 // datagram (never empty) and its address; otherwise nothing, and the
 // datagram is to be dropped.
 func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte, netip.AddrPort, proxyVerdict) {
-	if !hasProxySignature(b) {
+	if !hasAnyProxySignature(b) {
 		if !g.isTrusted(src.Addr()) {
 			return b, src, proxyDirect
 		}
@@ -347,7 +347,7 @@ func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte,
 		// Not parsed: an untrusted source gets no further than this.
 		return nil, netip.AddrPort{}, proxyUntrusted
 	}
-	h, err := parseProxyHeader(b)
+	h, err := parseAnyProxyHeader(b)
 	switch {
 	case err != nil:
 		return nil, netip.AddrPort{}, proxyMalformed
