@@ -14,7 +14,7 @@ import (
 //   - raknet's internals use the standard library only, but for guard's
 //     SipHash; session and raknet use only their few listed libraries;
 //   - nothing that ships reaches the test-only packages: the simulated
-//     network, packetstest, integration/... (leaktest among them),
+//     network, packetstest, authtest, integration/... (leaktest among them),
 //     scripts/..., go-raknet, or any of gophertunnel but its packet
 //     structures (protocol, nbt), which serve the typed-packet adapter and
 //     the lobby.
@@ -42,6 +42,7 @@ func TestImportDirection(t *testing.T) {
 		{"raknet", []string{"raknet/internal/wire", "raknet/internal/reliability", "raknet/internal/guard"},
 			[]string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{"session", nil, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
+		{"session/auth", []string{"session"}, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress", "github.com/coreos/go-oidc/", "github.com/go-jose/", "golang.org/x/oauth2"}},
 		{"session/packets", []string{"session"}, anyLib},
 		{"session/lobby", []string{"session", "session/packets"}, anyLib},
 		{"server", []string{"server/...", "session/...", "motd", "raknet/..."}, anyLib},
@@ -88,7 +89,7 @@ func path(p string) string {
 // testOnly lists what serves tests and tools only, as rules of ours
 // (for this module's) or prefixes (for others').
 var (
-	testOnlyOurs = []string{"raknet/internal/simnet/...", "session/packets/packetstest/...", "integration/...", "scripts/..."}
+	testOnlyOurs = []string{"raknet/internal/simnet/...", "session/packets/packetstest/...", "session/auth/authtest/...", "integration/...", "scripts/..."}
 	testOnlyLibs = []string{"github.com/sandertv/go-raknet"}
 	// packetLib are the parts of gophertunnel that are Bedrock's packet
 	// structures, which import no transport; the rest of it is test-only.

@@ -17,13 +17,6 @@ import (
 
 // Listener defaults and bounds.
 const (
-	// DefaultMaxMTU is the MTU granted unless configured: vanilla BDS uses
-	// 1400 and larger values break some devices and routers.
-	DefaultMaxMTU = 1400
-	// MinMTU is the smallest MTU granted.
-	MinMTU = 576
-	// MaxMTU is the largest MTU RakNet probes.
-	MaxMTU = 1492
 	// DefaultAcceptQueue is how many established connections may wait for
 	// Accept.
 	DefaultAcceptQueue = 256
@@ -175,12 +168,14 @@ type ListenConfig struct {
 	// as a ping does. Query appends its reply to dst and returns it; an
 	// empty reply sends nothing, and a reply is sent only within
 	// OfflineBytes. An error means the request was refused, and is counted
-	// in ListenerStats.Dropped. Query is called from the listener's read
-	// goroutine only, must not keep req or dst, and must not block.
+	// in ListenerStats.Dropped. Query is called by the reader of the
+	// socket the request arrived on: with more than one socket (Sockets)
+	// it runs on several goroutines at once, so it must be safe for
+	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
-	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
-	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
-	// put in front of the datagrams they forward, from the sources in
+	// ProxyProtocol makes the listener take PROXY protocol headers, v2
+	// (binary) or v1 (text, as nginx sends), which tunnels, balancers and
+	// DDoS filters (playit.gg, frp, nginx, TCPShield-style) put in front of the datagrams they forward, from the sources in
 	// TrustedProxies; Listen fails if it is set and TrustedProxies is
 	// empty. The client a header names is the peer as everything else
 	// sees it: connection keys, per-IP limits, cookies, logs,
@@ -199,7 +194,8 @@ type ListenConfig struct {
 	//     (ProxyNoFlow): a trusted proxy's own traffic is not served. A
 	//     flow unused for Timeout is forgotten, and at most 8192 are
 	//     kept, the least recently used making room.
-	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
+	//   - A LOCAL (v2) or UNKNOWN (v1) header, the proxy's own traffic,
+	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
 	// A header's bytes come on top of the client's datagram; MTU
@@ -289,9 +285,8 @@ type Listener struct {
 	// ConnStats); guarded by mu.
 	retired Stats
 
-	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
-	queryAnswered                                                                        atomic.Uint64
-	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
+	// n holds the counters, the endpoint's and the PROXY gates' included.
+	n *counters
 	// prefixes and replyBytes limit offline replies per source prefix and
 	// in total; ipRate limits the handshakes of each proven IP.
 	prefixes   *guard.PrefixLimiter
@@ -303,22 +298,19 @@ type Listener struct {
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
 	// budget is shared by the connections' accounts; nil without one.
-	budget         *guard.Budget
-	budgetRefusals atomic.Uint64
-	// Used only by the read goroutine: when refusals were last summarised
-	// in the log, and their total then.
-	refusalLogAt   time.Time
-	refusalsLogged uint64
+	budget *guard.Budget
+	// When refusals were last summarised in the log (Unix nanoseconds),
+	// and their total then.
+	refusalLogAt   atomic.Int64
+	refusalsLogged atomic.Uint64
 	// pending and established count the connections in and past their
 	// handshake; each changes under mu or, for a connection that
 	// completes its handshake, atomically with its move.
 	pending, nEstablished atomic.Int64
 
-	// proxy applies ListenConfig.ProxyProtocol; nil without it.
+	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
+	// which each reader makes its gate; nil without it.
 	proxy *proxyGate
-
-	// Used only by the read goroutine.
-	out []byte
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -367,9 +359,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
 		conns:   make(map[netip.AddrPort]*Conn),
-		out:     make([]byte, 0, 1500),
 		started: time.Now(),
 	}
+	l.n = l.ep.n
 	if lc.Log != nil {
 		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", l.ep.local.String()).Logger()
 	}
@@ -413,13 +405,12 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
-	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
 		l.cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
 	empty := []byte{}
 	l.pong.Store(&empty)
-	l.wg.Go(func() { l.ep.readLoop(l.handle) })
+	l.wg.Go(func() { l.ep.readEach(l.newReader) })
 	l.log.Info().Msg("listening")
 	return l, nil
 }
@@ -446,18 +437,10 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.RLock()
 	n := len(l.conns)
 	l.mu.RUnlock()
-	st := ListenerStats{
-		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
-		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
-		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
-		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
-		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
-		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
-		Established: int(l.nEstablished.Load()), DatagramsIn: l.ep.traffic.datagramsIn.Load(),
-		DatagramsOut: l.ep.traffic.datagramsOut.Load(), BytesIn: l.ep.traffic.bytesIn.Load(), BytesOut: l.ep.traffic.bytesOut.Load(),
-		QueryAnswered: l.queryAnswered.Load(),
-	}
-	l.proxy.stats(&st)
+	st := l.n.snapshot()
+	st.Connections = n
+	st.Handshaking = int(l.pending.Load() + l.unproven.Load())
+	st.Established = int(l.nEstablished.Load())
 	return st
 }
 
@@ -534,29 +517,29 @@ func (l *Listener) established(c *Conn) {
 	switch {
 	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
 		// No room for the share an established connection needs.
-		l.refused.Add(1)
-		l.budgetRefusals.Add(1)
+		l.n.refused.Add(1)
+		l.n.budgetRefusals.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
-		l.refused.Add(1)
+		l.n.refused.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
-		l.refused.Add(1)
-		l.perIPLimited.Add(1)
+		l.n.refused.Add(1)
+		l.n.perIPLimited.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	}
 	select {
 	case l.accept <- c:
-		l.accepted.Add(1)
+		l.n.accepted.Add(1)
 		if e := l.log.Debug(); e.Enabled() {
 			e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
 		}
 	default:
-		l.refused.Add(1)
+		l.n.refused.Add(1)
 		c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
 		c.abort(net.ErrClosed, true)
 	}

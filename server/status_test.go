@@ -117,7 +117,7 @@ func TestStatusProviderStopsAtClose(t *testing.T) {
 	leaktest.Check(t)
 	const interval = 5 * time.Millisecond
 	var calls atomic.Int64
-	srv := Config{AddressV4: "127.0.0.1:0", StatusInterval: interval,
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", StatusInterval: interval,
 		StatusProvider: StatusProviderFunc(func(cur motd.Status) motd.Status { calls.Add(1); return cur })}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
