@@ -73,7 +73,7 @@ func TestCommandLine(t *testing.T) {
 func TestCommandSIGTERM(t *testing.T) {
 	bin := buildBasalt(t)
 	dir := t.TempDir()
-	conf := "[network]\naddress_v4 = \"127.0.0.1:0\"\naddress_v6 = \"\"\nlan_discovery = false\n[log]\nformat = \"json\"\n"
+	conf := "[network]\naddress_v4 = \"127.0.0.1:0\"\naddress_v6 = \"\"\nlan_discovery = false\n[server]\nonline_mode = false\n[log]\nformat = \"json\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}

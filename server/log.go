@@ -3,7 +3,6 @@ package server
 import (
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -62,15 +61,6 @@ func (uc UserConfig) logger(stderr io.Writer, terminal bool) (*zerolog.Logger, i
 	}
 	l := zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	return &l, closer, nil
-}
-
-// resolve returns path, or if it is relative, path in the directory of the
-// file the configuration was loaded from.
-func (uc UserConfig) resolve(path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(uc.dir, path)
 }
 
 // nopCloser is the Closer of a logger without a file.
