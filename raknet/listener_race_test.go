@@ -12,8 +12,8 @@ import (
 	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
-// testReaders holds the reader each listener's handle uses (*Listener →
-// handler).
+// testReaders holds the reader each open listener's handle uses
+// (*Listener → handler).
 var testReaders sync.Map
 
 // handle hands a datagram to l as one more socket's reader would: one of
@@ -23,6 +23,15 @@ var testReaders sync.Map
 func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	h, ok := testReaders.Load(l)
 	if !ok {
+		// Forget the readers of closed listeners, so they can go.
+		testReaders.Range(func(k, _ any) bool {
+			select {
+			case <-k.(*Listener).done:
+				testReaders.Delete(k)
+			default:
+			}
+			return true
+		})
 		h, _ = testReaders.LoadOrStore(l, l.newReader())
 	}
 	h.(handler)(b, from, now)
