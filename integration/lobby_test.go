@@ -34,6 +34,7 @@ func lobbyServer(t *testing.T, greeting string) (*server.Server, string) {
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false
 	uc.Server.Handler = "lobby"
+	uc.Server.OnlineMode = false // gophertunnel's offline clients
 	uc.Server.Greeting = greeting
 	uc.Server.ShutdownMessage = "The lobby is closing, bye!"
 	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")

@@ -47,7 +47,7 @@ func (e *endpoint) writeOut(out *outbox, ap netip.AddrPort) bool {
 			if !s.bio.add(*d.b, ap) && i == 0 {
 				return false
 			}
-			e.traffic.out(len(*d.b))
+			e.n.out(len(*d.b))
 		}
 	}
 	if !s.collecting {

@@ -19,6 +19,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
@@ -70,11 +71,11 @@ type UserConfig struct {
 		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports."`
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
-		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg, frp, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
+		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
-		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). The server runs in offline mode either way: the Login is read but not checked against Xbox Live."`
+		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
 	} `toml:"network"`
 	Server struct {
 		Name              string `toml:"name" comment:"First MOTD line: the server name shown in the server list. Minecraft colour codes (§) are allowed; ';', '\\' and control characters are not."`
@@ -91,6 +92,12 @@ type UserConfig struct {
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
 		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
 		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
+		OnlineMode        bool   `toml:"online_mode" comment:"Verify every player's Xbox Live sign-in with the Minecraft authentication service, as BDS's online-mode does: a player who is not signed in is told \"You must be signed in to Xbox Live to join.\" The keys are fetched in the background; until they are, players are told the server cannot verify sign-ins right now. false trusts whatever name and XUID a client claims: only for bots, tests, and proxies that verify players themselves."`
+		AuthDiscoveryURL  string `toml:"auth_discovery_url" comment:"Discovery document of the Minecraft services, which names the issuer of the tokens online mode verifies."`
+		AuthIssuer        string `toml:"auth_issuer" comment:"Token issuer whose keys are fetched when discovery fails. Empty means none."`
+		Allowlist         bool   `toml:"allowlist" comment:"Admit only the players allowlist_file lists. Names and XUIDs are proven only in online mode."`
+		AllowlistFile     string `toml:"allowlist_file" comment:"The allowlist, in BDS's allowlist.json format ([{\"name\": \"Steve\", \"xuid\": \"…\"}]), created empty if missing and reloaded when it changes, on SIGHUP and on the console's reload. A relative path is relative to this file's directory."`
+		BansFile          string `toml:"bans_file" comment:"The ban list: a JSON array of {\"xuid\", \"name\" or \"ip\" (an address or CIDR prefix), \"reason\", \"expires\" (RFC 3339)}, created empty if missing and reloaded as allowlist_file is. A banned player online is disconnected with the reason."`
 	} `toml:"server"`
 	Log struct {
 		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
@@ -173,6 +180,11 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = "server_guid"
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
+	uc.Server.OnlineMode = true
+	uc.Server.AuthDiscoveryURL = auth.DefaultDiscoveryURL
+	uc.Server.AuthIssuer = auth.DefaultIssuer
+	uc.Server.AllowlistFile = "allowlist.json"
+	uc.Server.BansFile = "bans.json"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
@@ -270,6 +282,37 @@ type Config struct {
 	// config.toml's network.encryption defaults to true.
 	Encryption bool
 
+	// AuthenticationDisabled turns online mode off: Logins are read but
+	// not verified, so anyone can join under any name or XUID, as bots,
+	// tests and proxies that authenticate players themselves need. False
+	// (the zero value) verifies every player's Xbox Live sign-in with
+	// package auth, refusing the rest with auth.NotSignedInMessage.
+	AuthenticationDisabled bool
+	// Auth configures online mode's verifier: the endpoints of the
+	// Minecraft authentication service, the legacy chain's root keys.
+	// Its zero value is the real service; a nil Auth.Log means Log.
+	Auth auth.Config
+	// Allowlist admits only the players the allowlist lists (see
+	// AllowlistEntry); false (the zero value) admits everyone not banned.
+	// Server.SetAllowlist changes it while the server runs.
+	Allowlist bool
+	// AllowlistFile is the allowlist's file, in BDS's allowlist.json
+	// format, read at Listen (created holding [] if missing), reloaded
+	// when it changes and written when the list is changed through the
+	// Server; "" keeps the list in memory.
+	AllowlistFile string
+	// AllowlistEntries is the allowlist when AllowlistFile is "".
+	AllowlistEntries []AllowlistEntry
+	// BansFile is the ban list's file, a JSON array of Ban, handled as
+	// AllowlistFile is; "" keeps the list in memory.
+	BansFile string
+	// Bans is the ban list when BansFile is "".
+	Bans []Ban
+	// AccessPollInterval is how often AllowlistFile and BansFile are
+	// checked for changes; 0 means DefaultAccessPollInterval, negative
+	// never.
+	AccessPollInterval time.Duration
+
 	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
 	// If AddressV4 and AddressV6 are both empty, New uses "0.0.0.0:19132"
 	// and "[::]:19133".
@@ -298,7 +341,7 @@ type Config struct {
 	// CookieSecretFile is the resolved path CookieSecret was read from,
 	// "" for none.
 	CookieSecretFile string
-	// ProxyProtocol makes the listeners take PROXY protocol v2 headers
+	// ProxyProtocol makes the listeners take PROXY protocol headers
 	// from TrustedProxies (see raknet.ListenConfig.ProxyProtocol). False
 	// (the zero value) takes none.
 	ProxyProtocol bool
@@ -570,6 +613,13 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if !filepath.IsAbs(c.GUIDFile) {
 		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
 	}
+	c.AuthenticationDisabled = !uc.Server.OnlineMode
+	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
+	if c.Auth.Issuer == "" {
+		c.Auth.Issuer = "-" // none, in auth.Config's terms
+	}
+	c.Allowlist = uc.Server.Allowlist
+	c.AllowlistFile, c.BansFile = uc.resolve(uc.Server.AllowlistFile), uc.resolve(uc.Server.BansFile)
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
@@ -583,6 +633,15 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// resolve returns path relative to the config file's directory, unless it
+// is absolute.
+func (uc UserConfig) resolve(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(uc.dir, path)
 }
 
 // LoadOrCreateGUID returns the server GUID kept in the file at path, a
