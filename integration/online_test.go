@@ -204,4 +204,3 @@ func loginMessage(t *testing.T, addr, name string) string {
 	}
 	return string(rest[m : m+int(l)])
 }
-
