@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // recordingHandler wraps a Handler and counts its calls.
@@ -1117,5 +1119,47 @@ func TestSessionPromote(t *testing.T) {
 				t.Errorf("got %d promotions, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProtocolRefusalLog checks that a refused protocol is logged at info
+// with the client's protocol and address, and that the lines are limited.
+func TestProtocolRefusalLog(t *testing.T) {
+	// Other tests' refusals count against the same process-wide limit.
+	protocolRefusals.mu.Lock()
+	protocolRefusals.start, protocolRefusals.n = time.Now(), 0
+	protocolRefusals.mu.Unlock()
+	var out bytes.Buffer
+	log := zerolog.New(&out).Level(zerolog.InfoLevel)
+	_, c, done := start(t, context.Background(), Config{Log: &log})
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
+	c.next(t)
+	c.waitClosed(t)
+	_ = wait(t, done)
+	for _, want := range []string{`"raddr":`, `"protocol":2169`, `"status":"LoginFailed_ClientOld"`, `"message":"refused client protocol"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLogLimiter(t *testing.T) {
+	l := logLimiter{burst: 2, interval: time.Second}
+	t0 := time.Unix(1000, 0)
+	for i := range 2 {
+		if ok, n := l.allow(t0); !ok || n != 0 {
+			t.Fatalf("line %d: got %v, %d suppressed; want through, 0", i, ok, n)
+		}
+	}
+	for range 3 {
+		if ok, _ := l.allow(t0.Add(999 * time.Millisecond)); ok {
+			t.Fatal("line past the burst let through")
+		}
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 3 {
+		t.Errorf("next interval: got %v, %d suppressed; want through, 3", ok, n)
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 0 {
+		t.Errorf("second line: got %v, %d suppressed; want through, 0", ok, n)
 	}
 }

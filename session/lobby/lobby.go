@@ -171,6 +171,7 @@ func (l *Lobby) Shutdown(message string) {
 	l.mu.Unlock()
 	l.log.Info().Int("players", len(ps)).Msg("lobby shutting down")
 	for _, p := range ps {
+		p.leaving("shutdown")
 		_ = p.s.DisconnectWith(session.DisconnectReasonShutdown, message)
 	}
 }

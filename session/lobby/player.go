@@ -1,7 +1,6 @@
 package lobby
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -87,6 +86,12 @@ type player struct {
 	spawned  atomic.Bool // in the world; written under lobby.mu
 
 	phase phase
+	// phaseNow mirrors phase for other goroutines: the join deadline logs
+	// the phase a player stalled in.
+	phaseNow atomic.Uint32
+	// why is the reason this side ended the session, for the log: /leave,
+	// the join deadline, shutdown. Nil when the session ended otherwise.
+	why atomic.Pointer[string]
 	// joinTimer ends a join that stalls; nil when there is no bound.
 	timerMu   sync.Mutex
 	joinTimer *time.Timer // guarded by timerMu
@@ -104,6 +109,18 @@ var (
 	_ packets.RawHandler = (*player)(nil)
 )
 
+// setPhase moves the player to ph.
+func (p *player) setPhase(ph phase) {
+	p.phase = ph
+	p.phaseNow.Store(uint32(ph))
+}
+
+// leaving records why this side ends the session, for the log; the first
+// reason stays.
+func (p *player) leaving(why string) {
+	p.why.CompareAndSwap(nil, &why)
+}
+
 // write encodes pk for the player's session.
 func (p *player) write(pk packet.Packet) error {
 	return p.lobby.codec.Write(p.s, pk)
@@ -119,6 +136,10 @@ func (p *player) start() error {
 	if d := p.lobby.joinTimeout; d > 0 {
 		p.timerMu.Lock()
 		p.joinTimer = time.AfterFunc(d, func() {
+			ph := phase(p.phaseNow.Load())
+			p.leaving("timed out while joining")
+			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Dur("timeout", d).
+				Msg("player timed out while joining the lobby")
 			_ = p.s.DisconnectWith(session.DisconnectReasonTimeout, joinTimeoutMessage)
 		})
 		p.timerMu.Unlock()
@@ -161,20 +182,33 @@ func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
 }
 
 // handlePackResponse moves through the resource pack phases. The lobby has
-// no packs, so a client asks for none and answers twice: it has them all,
-// then it has applied the stack.
+// no packs, so a client normally answers twice: it has them all (or asks
+// for none), then it has applied the stack. Completed is taken in any phase
+// before StartGame, as gophertunnel's server (minecraft/conn.go,
+// handleResourcePackClientResponse) and BDS take it: PrismarineJS
+// bedrock-protocol answers ResourcePacksInfo with Completed at once. A
+// response repeated or out of turn changes nothing.
 func (p *player) handlePackResponse(pk *packet.ResourcePackClientResponse) error {
-	switch {
-	case pk.Response == packet.PackResponseRefused:
+	switch pk.Response {
+	case packet.PackResponseRefused:
 		return session.Kick("You must accept the server's resource packs to join.")
-	case pk.Response == packet.PackResponseSendPacks:
-		// There is nothing to send: the lobby has no packs.
-		return errors.New("client asked for resource packs the lobby does not have")
-	case pk.Response == packet.PackResponseAllPacksDownloaded && p.phase == phasePacks:
-		p.phase = phaseStack
+	case packet.PackResponseSendPacks:
+		if len(pk.PacksToDownload) != 0 {
+			return fmt.Errorf("client asked for %d resource packs the lobby does not have", len(pk.PacksToDownload))
+		}
+		// Asking for no packs is having them all.
+		fallthrough
+	case packet.PackResponseAllPacksDownloaded:
+		if p.phase != phasePacks {
+			return nil
+		}
+		p.setPhase(phaseStack)
 		return p.write(packStack())
-	case pk.Response == packet.PackResponseCompleted && p.phase == phaseStack:
-		p.phase = phaseChunkRadius
+	case packet.PackResponseCompleted:
+		if p.phase != phasePacks && p.phase != phaseStack {
+			return nil
+		}
+		p.setPhase(phaseChunkRadius)
 		for _, pk := range p.startGame() {
 			if err := p.write(pk); err != nil {
 				return err
@@ -182,8 +216,7 @@ func (p *player) handlePackResponse(pk *packet.ResourcePackClientResponse) error
 		}
 		return p.s.Flush()
 	}
-	// A response out of turn (a client repeating itself) changes nothing.
-	return nil
+	return fmt.Errorf("unknown resource pack response %d", pk.Response)
 }
 
 // handleRequestChunkRadius answers the client's view distance; the first
@@ -194,7 +227,7 @@ func (p *player) handleRequestChunkRadius(pk *packet.RequestChunkRadius) error {
 		if pk.ChunkRadius < 1 {
 			return fmt.Errorf("chunk radius %d: want at least 1", pk.ChunkRadius)
 		}
-		p.phase = phaseSpawn
+		p.setPhase(phaseSpawn)
 		for _, pk := range p.spawnPackets(pk.ChunkRadius) {
 			if err := p.write(pk); err != nil {
 				return err
@@ -218,10 +251,11 @@ func (p *player) handleInitialised(pk *packet.SetLocalPlayerAsInitialised) error
 	if pk.EntityRuntimeID != uint64(p.entityID) {
 		return fmt.Errorf("initialised entity %d, want %d (from StartGame)", pk.EntityRuntimeID, p.entityID)
 	}
-	p.phase = phasePlaying
+	p.setPhase(phasePlaying)
 	p.stopTimer()
 	others := p.lobby.spawned(p)
-	p.s.Log().Info().Int("others", len(others)).Msg("player joined the lobby")
+	p.s.Log().Info().Str("player", p.name).Int32("protocol", p.s.Protocol()).Int("others", len(others)).
+		Msg("player joined the lobby")
 	p.lobby.broadcast(others, systemText("§e"+p.name+" joined the lobby"))
 	greeting := strings.ReplaceAll(p.lobby.greeting, session.PlayerPlaceholder, p.name)
 	if err := p.write(systemText(greeting)); err != nil {
@@ -283,7 +317,7 @@ func (p *player) command(line string) error {
 		names := p.lobby.Players()
 		return p.write(systemText(listMessage(names)))
 	case "leave":
-		p.s.Log().Info().Msg("player left the lobby with /leave")
+		p.leaving("/leave")
 		return p.s.DisconnectWith(session.DisconnectReasonDisconnected, leaveMessage)
 	}
 	return p.write(systemText("§cUnknown command. Try /list or /leave."))
@@ -300,11 +334,30 @@ func listMessage(names []string) string {
 	return fmt.Sprintf("%d players in the lobby: %s", len(names), strings.Join(names, ", "))
 }
 
-// HandleClose takes the player out of the lobby and tells the others.
-func (p *player) HandleClose(*session.Session, error) {
+// HandleClose takes the player out of the lobby and tells the others. The
+// log says why the player went: a reason of this side's (/leave, the join
+// deadline, shutdown), a disconnect by the server, or the error that ended
+// the session (the client closed the connection, say); and, for a player
+// who never spawned, the phase of the join they were in.
+func (p *player) HandleClose(_ *session.Session, err error) {
 	p.stopTimer()
-	if p.lobby.remove(p) {
-		p.s.Log().Info().Msg("player left the lobby")
+	spawned := p.spawned.Load()
+	announce := p.lobby.remove(p)
+	if e := p.s.Log().Info(); e.Enabled() {
+		why := "disconnected by the server"
+		if w := p.why.Load(); w != nil {
+			why = *w
+		} else if err != nil {
+			why = err.Error()
+		}
+		e.Str("player", p.name).Str("why", why)
+		if spawned {
+			e.Msg("player left the lobby")
+		} else {
+			e.Stringer("phase", phase(p.phaseNow.Load())).Msg("player left while joining the lobby")
+		}
+	}
+	if announce {
 		p.lobby.broadcast(p.lobby.others(p), systemText("§e"+p.name+" left the lobby"))
 	}
 }
