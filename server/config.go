@@ -109,11 +109,12 @@ game_mode = "Survival"
 # Most players online at once (at least 1).
 max_players = 20
 # Game version advertised in the MOTD, in network form ("1.26.50").
-version = "1.26.50"
+version = "1.26.60"
 # Network protocol advertised in the MOTD. Must be in accepted_protocols.
-protocol = 2193
-# Network protocols a joining client may speak.
-accepted_protocols = [2193]
+protocol = 2225
+# Network protocols a joining client may speak: any of those this build
+# knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66).
+accepted_protocols = [2193, 2225]
 # Message a player sees when the server disconnects them. {player} is
 # replaced by the player's name; no other {…} placeholder is recognised.
 disconnect_message = "Basalt is a skeleton server: you, {player}, have reached it, but there is no world here yet."
@@ -448,7 +449,10 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.MaxPlayers = 20
 	uc.Server.Version = session.CurrentVersion
 	uc.Server.Protocol = int(session.CurrentProtocol)
-	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.AcceptedProtocols = nil
+	for _, p := range session.KnownProtocols() {
+		uc.Server.AcceptedProtocols = append(uc.Server.AcceptedProtocols, int(p))
+	}
 	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + session.PlayerPlaceholder +
 		", have reached it, but there is no world here yet."
 	uc.Server.ShutdownMessage = DefaultShutdownMessage

@@ -52,8 +52,8 @@ func loginPackets() []packet.Packet {
 }
 
 // packStack is the (empty) order in which to apply resource packs.
-func packStack() packet.Packet {
-	return &packet.ResourcePackStack{BaseGameVersion: protocol.CurrentVersion}
+func (p *player) packStack() packet.Packet {
+	return &packet.ResourcePackStack{BaseGameVersion: p.s.Version().Name}
 }
 
 // startGame returns what puts the player in the world, as gophertunnel's
@@ -91,7 +91,7 @@ func (p *player) startGame() []packet.Packet {
 			PlayerPermissions:        packet.PermissionLevelMember,
 			BaseGameVersion:          "*",
 			WorldName:                p.lobby.worldName,
-			GameVersion:              protocol.CurrentVersion,
+			GameVersion:              p.s.Version().Name,
 			PropertyData:             map[string]any{},
 			// The lobby has no inventory to speak of; this is what
 			// current clients and servers expect.

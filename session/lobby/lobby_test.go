@@ -6,12 +6,14 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/packets"
 	"github.com/basaltmc/basalt/session/packets/packetstest"
 	"github.com/rs/zerolog"
 	"github.com/sandertv/gophertunnel/minecraft"
@@ -85,9 +87,15 @@ func (w *world) dial(t *testing.T, name string) *minecraft.Conn {
 // bare logs a bare client in, with nothing of the join done.
 func (w *world) bare(t *testing.T, name string) *packetstest.Client {
 	t.Helper()
+	return w.bareAt(t, name, packets.BaseProtocol)
+}
+
+// bareAt logs a bare client in speaking protocol p.
+func (w *world) bareAt(t *testing.T, name string, p int32) *packetstest.Client {
+	t.Helper()
 	server, client := packetstest.Pipe()
 	w.network.Accept(server)
-	c, err := packetstest.Login(client, name, wait)
+	c, err := packetstest.LoginProtocol(client, name, p, wait)
 	if err != nil {
 		t.Fatalf("%s: login: %v", name, err)
 	}
@@ -269,8 +277,14 @@ func TestJoinTimeout(t *testing.T) {
 // TestJoinSequence plays the client with a bare one and checks every packet
 // the lobby sends, in order.
 func TestJoinSequence(t *testing.T) {
+	for _, p := range packets.Protocols() {
+		t.Run(strconv.Itoa(int(p)), func(t *testing.T) { testJoinSequence(t, p) })
+	}
+}
+
+func testJoinSequence(t *testing.T, p int32) {
 	w := newWorld(t, Config{Greeting: "hello {player}"})
-	c := w.bare(t, "Steve")
+	c := w.bareAt(t, "Steve", p)
 	next := func(want ...uint32) []packet.Packet {
 		t.Helper()
 		var got []packet.Packet
@@ -303,6 +317,9 @@ func TestJoinSequence(t *testing.T) {
 	got := next(packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
 		packet.IDItemRegistry, packet.IDBiomeDefinitionList)
 	sg := got[2].(*packet.StartGame)
+	if v, _ := session.LookupProtocol(p); sg.GameVersion != v.Name {
+		t.Errorf("StartGame game version %q, want %q", sg.GameVersion, v.Name)
+	}
 	if sg.PlayerGameMode != packet.GameTypeSpectator || sg.EntityRuntimeID == 0 {
 		t.Errorf("StartGame: game mode %d, runtime ID %d; want spectator, non-zero", sg.PlayerGameMode, sg.EntityRuntimeID)
 	}

@@ -203,7 +203,7 @@ func (p *player) handlePackResponse(pk *packet.ResourcePackClientResponse) error
 			return nil
 		}
 		p.setPhase(phaseStack)
-		return p.write(packStack())
+		return p.write(p.packStack())
 	case packet.PackResponseCompleted:
 		if p.phase != phasePacks && p.phase != phaseStack {
 			return nil
