@@ -10,7 +10,7 @@ import (
 // way (main → server → {session, motd, raknet}), raknet's internals use the
 // standard library only, and the test-only peers never reach non-test code:
 // of gophertunnel, only its packet structures (protocol, nbt) serve the
-// typed-packet adapter and the lobby, never its transport or go-raknet.
+// typed-packet adapter, the join and the lobby, never its transport or go-raknet.
 func TestImportDirection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -29,6 +29,7 @@ func TestImportDirection(t *testing.T) {
 		{mod + "/raknet", []string{mod + "/raknet/internal/", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{mod + "/session", []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
 		{mod + "/session/packets", []string{mod + "/session", "github.com/", "golang.org/x/"}},
+		{mod + "/session/join", []string{mod + "/session", "github.com/", "golang.org/x/"}},
 		{mod + "/session/lobby", []string{mod + "/session", "github.com/", "golang.org/x/"}},
 		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", mod + "/server/", "github.com/", "golang.org/x/", "google.golang.org/protobuf/"}},
 	}

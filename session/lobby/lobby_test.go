@@ -27,7 +27,7 @@ const wait = 5 * time.Second
 
 // startGameIDs are the packets the lobby sends on Completed, in order.
 var startGameIDs = []uint32{packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
-	packet.IDItemRegistry, packet.IDBiomeDefinitionList}
+	packet.IDItemRegistry, packet.IDCreativeContent}
 
 // world is a Lobby whose sessions run over memory, for gophertunnel's
 // client or a bare one.
@@ -314,8 +314,7 @@ func testJoinSequence(t *testing.T, p int32) {
 	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded})
 	next(packet.IDResourcePackStack)
 	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted})
-	got := next(packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
-		packet.IDItemRegistry, packet.IDBiomeDefinitionList)
+	got := next(startGameIDs...)
 	sg := got[2].(*packet.StartGame)
 	if v, _ := session.LookupProtocol(p); sg.GameVersion != v.Name {
 		t.Errorf("StartGame game version %q, want %q", sg.GameVersion, v.Name)
@@ -351,9 +350,13 @@ func testJoinSequence(t *testing.T, p int32) {
 			t.Errorf("chunk %v with %d sub-chunks, want within radius 2, none", lc.Position, lc.SubChunkCount)
 		}
 	}
-	got = next(packet.IDPlayStatus, packet.IDCreativeContent)
+	got = next(packet.IDPlayStatus, packet.IDUpdateAttributes)
 	if s := got[0].(*packet.PlayStatus).Status; s != packet.PlayStatusPlayerSpawn {
 		t.Errorf("got PlayStatus %d, want PlayerSpawn", s)
+	}
+	if a := got[1].(*packet.UpdateAttributes); a.EntityRuntimeID != sg.EntityRuntimeID || len(a.Attributes) != 1 ||
+		a.Attributes[0].Name != "minecraft:movement" || a.Attributes[0].Value != 0.1 {
+		t.Errorf("got %+v, want movement 0.1 for runtime ID %d", a, sg.EntityRuntimeID)
 	}
 	if len(w.lobby.Players()) != 0 {
 		t.Error("player listed before SetLocalPlayerAsInitialised")

@@ -8,44 +8,10 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
-
-// phase is how far a player has come in joining the lobby.
-type phase uint8
-
-const (
-	// phasePacks: ResourcePacksInfo sent, waiting for the client to say it
-	// has every pack (there are none).
-	phasePacks phase = iota
-	// phaseStack: ResourcePackStack sent, waiting for Completed.
-	phaseStack
-	// phaseChunkRadius: StartGame sent, waiting for RequestChunkRadius.
-	phaseChunkRadius
-	// phaseSpawn: PlayStatus PlayerSpawn sent, waiting for
-	// SetLocalPlayerAsInitialised.
-	phaseSpawn
-	// phasePlaying: in the world.
-	phasePlaying
-)
-
-// String returns the phase's name.
-func (p phase) String() string {
-	switch p {
-	case phasePacks:
-		return "packs"
-	case phaseStack:
-		return "stack"
-	case phaseChunkRadius:
-		return "chunk radius"
-	case phaseSpawn:
-		return "spawn"
-	case phasePlaying:
-		return "playing"
-	}
-	return fmt.Sprintf("phase(%d)", uint8(p))
-}
 
 // Chat limits. A chat message is relayed to every other player, so a
 // player's rate is capped: a burst of chatBurst, then one per chatInterval.
@@ -63,15 +29,11 @@ const (
 	chatLongMessage = "§cThat message is too long."
 )
 
-// wanted lists the packets a player's handler decodes; every other packet a
-// client sends (PlayerAuthInput every tick, ClientCacheStatus, ...) is let
-// by raw without being decoded.
-var wanted = map[uint32]bool{
-	packet.IDResourcePackClientResponse:  true,
-	packet.IDRequestChunkRadius:          true,
-	packet.IDSetLocalPlayerAsInitialised: true,
-	packet.IDText:                        true,
-	packet.IDCommandRequest:              true,
+// wanted reports whether a player's handler decodes packets with id: those
+// of the join and chat. Every other packet a client sends (PlayerAuthInput
+// every tick, ClientCacheStatus, ...) is let by raw without being decoded.
+func wanted(id uint32) bool {
+	return join.Wants(id) || id == packet.IDText || id == packet.IDCommandRequest
 }
 
 // player is one session's handler. Its fields other than spawned are
@@ -85,10 +47,8 @@ type player struct {
 	entityID int64
 	spawned  atomic.Bool // in the world; written under lobby.mu
 
-	phase phase
-	// phaseNow mirrors phase for other goroutines: the join deadline logs
-	// the phase a player stalled in.
-	phaseNow atomic.Uint32
+	// join spawns the player; set before the handler sees a packet.
+	join *join.Join
 	// why is the reason this side ended the session, for the log: /leave,
 	// the join deadline, shutdown. Nil when the session ended otherwise.
 	why atomic.Pointer[string]
@@ -109,12 +69,6 @@ var (
 	_ packets.RawHandler = (*player)(nil)
 )
 
-// setPhase moves the player to ph.
-func (p *player) setPhase(ph phase) {
-	p.phase = ph
-	p.phaseNow.Store(uint32(ph))
-}
-
 // leaving records why this side ends the session, for the log; the first
 // reason stays.
 func (p *player) leaving(why string) {
@@ -126,17 +80,17 @@ func (p *player) write(pk packet.Packet) error {
 	return p.lobby.codec.Write(p.s, pk)
 }
 
-// start sends what opens the join and arms the join deadline.
+// start begins the join and arms its deadline.
 func (p *player) start() error {
-	for _, pk := range loginPackets() {
-		if err := p.write(pk); err != nil {
-			return err
-		}
+	j, err := join.Start(p.s, p.lobby.codec, p.gameData())
+	if err != nil {
+		return err
 	}
+	p.join = j
 	if d := p.lobby.joinTimeout; d > 0 {
 		p.timerMu.Lock()
 		p.joinTimer = time.AfterFunc(d, func() {
-			ph := phase(p.phaseNow.Load())
+			ph := j.Phase()
 			p.leaving("timed out while joining")
 			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Dur("timeout", d).
 				Msg("player timed out while joining the lobby")
@@ -159,99 +113,32 @@ func (p *player) stopTimer() {
 
 // HandleRawPacket lets every packet the lobby has no use for by undecoded.
 func (p *player) HandleRawPacket(_ *session.Session, pk session.Packet) (bool, error) {
-	return !wanted[pk.ID], nil
+	return !wanted(pk.ID), nil
 }
 
 // HandlePacket drives the join, then chat and commands.
 func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
+	spawned, err := p.join.HandlePacket(pk)
+	if err != nil || spawned {
+		if spawned {
+			return p.enter()
+		}
+		return err
+	}
 	switch pk := pk.(type) {
-	case *packet.ResourcePackClientResponse:
-		return p.handlePackResponse(pk)
-	case *packet.RequestChunkRadius:
-		return p.handleRequestChunkRadius(pk)
-	case *packet.SetLocalPlayerAsInitialised:
-		return p.handleInitialised(pk)
 	case *packet.Text:
 		return p.handleText(pk)
 	case *packet.CommandRequest:
-		if p.phase == phasePlaying {
+		if p.join.Spawned() {
 			return p.command(pk.CommandLine)
 		}
 	}
 	return nil
 }
 
-// handlePackResponse moves through the resource pack phases. The lobby has
-// no packs, so a client normally answers twice: it has them all (or asks
-// for none), then it has applied the stack. Completed is taken in any phase
-// before StartGame, as gophertunnel's server (minecraft/conn.go,
-// handleResourcePackClientResponse) and BDS take it: PrismarineJS
-// bedrock-protocol answers ResourcePacksInfo with Completed at once. A
-// response repeated or out of turn changes nothing.
-func (p *player) handlePackResponse(pk *packet.ResourcePackClientResponse) error {
-	switch pk.Response {
-	case packet.PackResponseRefused:
-		return session.Kick("You must accept the server's resource packs to join.")
-	case packet.PackResponseSendPacks:
-		if len(pk.PacksToDownload) != 0 {
-			return fmt.Errorf("client asked for %d resource packs the lobby does not have", len(pk.PacksToDownload))
-		}
-		// Asking for no packs is having them all.
-		fallthrough
-	case packet.PackResponseAllPacksDownloaded:
-		if p.phase != phasePacks {
-			return nil
-		}
-		p.setPhase(phaseStack)
-		return p.write(p.packStack())
-	case packet.PackResponseCompleted:
-		if p.phase != phasePacks && p.phase != phaseStack {
-			return nil
-		}
-		p.setPhase(phaseChunkRadius)
-		for _, pk := range p.startGame() {
-			if err := p.write(pk); err != nil {
-				return err
-			}
-		}
-		return p.s.Flush()
-	}
-	return fmt.Errorf("unknown resource pack response %d", pk.Response)
-}
-
-// handleRequestChunkRadius answers the client's view distance; the first
-// one, after StartGame, spawns the player.
-func (p *player) handleRequestChunkRadius(pk *packet.RequestChunkRadius) error {
-	switch p.phase {
-	case phaseChunkRadius:
-		if pk.ChunkRadius < 1 {
-			return fmt.Errorf("chunk radius %d: want at least 1", pk.ChunkRadius)
-		}
-		p.setPhase(phaseSpawn)
-		for _, pk := range p.spawnPackets(pk.ChunkRadius) {
-			if err := p.write(pk); err != nil {
-				return err
-			}
-		}
-		return p.s.Flush()
-	case phaseSpawn, phasePlaying:
-		// The world is empty whatever the distance: confirm, send nothing
-		// more.
-		return p.write(&packet.ChunkRadiusUpdated{ChunkRadius: chunkRadius(pk.ChunkRadius)})
-	}
-	return nil
-}
-
-// handleInitialised puts the player in the world: the others hear of it and
+// enter welcomes a player who is in the world: the others hear of it and
 // the player is greeted.
-func (p *player) handleInitialised(pk *packet.SetLocalPlayerAsInitialised) error {
-	if p.phase != phaseSpawn {
-		return nil
-	}
-	if pk.EntityRuntimeID != uint64(p.entityID) {
-		return fmt.Errorf("initialised entity %d, want %d (from StartGame)", pk.EntityRuntimeID, p.entityID)
-	}
-	p.setPhase(phasePlaying)
+func (p *player) enter() error {
 	p.stopTimer()
 	others := p.lobby.spawned(p)
 	p.s.Log().Info().Str("player", p.name).Int32("protocol", p.s.Protocol()).Int("others", len(others)).
@@ -267,7 +154,7 @@ func (p *player) handleInitialised(pk *packet.SetLocalPlayerAsInitialised) error
 // handleText relays a chat message, or runs it as a command if it starts
 // with '/'.
 func (p *player) handleText(pk *packet.Text) error {
-	if p.phase != phasePlaying || pk.TextType != packet.TextTypeChat {
+	if !p.join.Spawned() || pk.TextType != packet.TextTypeChat {
 		return nil
 	}
 	msg := strings.TrimSpace(pk.Message)
@@ -354,7 +241,7 @@ func (p *player) HandleClose(_ *session.Session, err error) {
 		if spawned {
 			e.Msg("player left the lobby")
 		} else {
-			e.Stringer("phase", phase(p.phaseNow.Load())).Msg("player left while joining the lobby")
+			e.Stringer("phase", p.join.Phase()).Msg("player left while joining the lobby")
 		}
 	}
 	if announce {
