@@ -469,6 +469,7 @@ func TestPrismarineLobby(t *testing.T) {
 	uc.Server.Greeting = "Hello {player}, this is the lobby."
 	uc.Server.ShutdownMessage = "The lobby is closing, bye!"
 	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")
+	uc.Server.OnlineMode = false // the clients log in offline
 	c, err := uc.Config(nil)
 	if err != nil {
 		t.Fatal(err)

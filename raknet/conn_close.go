@@ -18,7 +18,7 @@ func (c *Conn) finish(err error) {
 	close(c.closed)
 	c.wakeReaders()
 	wake(&c.writeWait)
-	c.remove = true
+	c.tell |= tellClosed
 	// What the connection held is no one's now: its share of the
 	// listener's budget goes back.
 	c.layer.Close()

@@ -36,17 +36,12 @@ func (c *Conn) flushCopies(now time.Time, copies int) {
 // queue adds datagram *bp to c.out, to be written copies times, unless
 // the anti-amplification budget of a handshake forbids it.
 func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
-	if c.amp {
-		if c.ampOut+len(*bp)*copies > ampFactor*c.ampIn {
-			// Over the budget: the datagram is lost to the layer, which
-			// resends it once the peer has sent more.
-			datagramBuffers.Put(bp)
-			if c.cfg.amplification != nil {
-				c.cfg.amplification.Add(1)
-			}
-			return
-		}
-		c.ampOut += len(*bp) * copies
+	if c.amp != nil && !c.amp.allow(len(*bp)*copies) {
+		// Over the budget: the datagram is lost to the layer, which
+		// resends it once the peer has sent more.
+		datagramBuffers.Put(bp)
+		c.ep.n.amplification.Add(1)
+		return
 	}
 	if c.out == nil {
 		c.out = outboxes.Get().(*outbox)
@@ -148,8 +143,8 @@ func (c *Conn) handle(b []byte, now time.Time) {
 		return
 	}
 	c.lastRecv = now
-	if c.amp {
-		c.ampIn += len(b)
+	if c.amp != nil {
+		c.amp.in += len(b)
 	}
 	before := c.layer.Buffered()
 	if err := c.layer.HandleDatagram(now, b); err != nil {
@@ -239,7 +234,7 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 		c.drop()
 	case evEstablished:
 		c.justEstablished = true
-		if c.dial {
+		if c.ctl.dial {
 			c.lastSent = now
 		}
 	case evPeerClosed:
@@ -282,9 +277,7 @@ func (c *Conn) establish() {
 		return
 	}
 	c.state = stateConnected
-	c.amp = false
+	c.amp = nil
 	close(c.established)
-	if c.onEstablished != nil {
-		c.onEstablished(c)
-	}
+	c.tell |= tellEstablished
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -165,7 +166,7 @@ func TestPingLenientPong(t *testing.T) {
 }
 
 func TestPingTimeout(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	addr := fakeServer(t, func([]byte) [][]byte { return nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -202,7 +203,7 @@ func TestDialContextEnds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGoroutines(t)
+			leaktest.Check(t)
 			addr := fakeServer(t, tc.reply)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()

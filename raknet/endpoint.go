@@ -18,16 +18,6 @@ import (
 const (
 	// socketBuffer is the kernel buffer size requested for sockets.
 	socketBuffer = 4 << 20
-	// maxDatagramIn is the largest datagram read: the UDP payload of the
-	// largest MTU, IP and UDP headers included, which leaves headroom for
-	// peers that overshoot their MTU (some send ~1480 bytes at MTU 1492).
-	// Anything larger is no RakNet datagram and is dropped before it is
-	// decoded, so a peer cannot make us parse 64 KiB of ACK records.
-	maxDatagramIn = MaxMTU
-	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes an MTU
-	// includes.
-	ipv4Overhead = 28
-	ipv6Overhead = 48
 	// readErrorBackoff is the pause after a failed socket read that is not
 	// a close, so an error that repeats (ICMP unreachable reported on
 	// read) cannot spin the reader.
@@ -43,26 +33,6 @@ const (
 	// nothing, and each holds its reader and its buffers.
 	maxSockets = 64
 )
-
-// overhead returns the IP + UDP header size for a peer.
-func overhead(ap netip.AddrPort) int {
-	if ap.Addr().Unmap().Is4() {
-		return ipv4Overhead
-	}
-	return ipv6Overhead
-}
-
-// clampMTU keeps an MTU within [MinMTU, limit].
-func clampMTU(mtu, limit int) int { return min(max(mtu, MinMTU), limit) }
-
-// maxMTUOr returns the configured MTU cap clamped to [MinMTU, MaxMTU], or
-// def when none is configured.
-func maxMTUOr(configured, def int) int {
-	if configured == 0 {
-		return def
-	}
-	return clampMTU(configured, MaxMTU)
-}
 
 // newGUID returns a random GUID. Client GUIDs are negative, as vanilla
 // clients send them (some servers, go-raknet among them, refuse the
@@ -102,7 +72,10 @@ func addrPortOf(addr net.Addr) netip.AddrPort {
 // sendmmsg; see endpoint_linux.go): a reader takes what the socket holds
 // in one call, and the replies produced while it handles them (pongs,
 // ACKs, a connection's data) leave together in one call once it is done.
-// Writes from anywhere else leave at once, one datagram per call.
+// Writes from anywhere else leave at once: a connection's pass of several
+// datagrams (a reply and its ACK) in one sendmmsg, or joining a reader's
+// batch while one is collected (endpoint_outbox.go); a lone datagram in
+// one call.
 type endpoint struct {
 	socks []*socket
 	local net.Addr
@@ -110,19 +83,12 @@ type endpoint struct {
 	once  sync.Once
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
-	oversize  atomic.Uint64 // datagrams dropped for their size
 	// closing stops the readers from collecting writes into their
 	// batches: set by stopBatching, before the last datagrams leave.
 	closing atomic.Bool
-	// traffic counts what the socket carried, for Listener.Stats.
-	traffic traffic
-
-	// offline serialises the handling of offline datagrams (no valid flag)
-	// across the readers of an endpoint with more than one socket: a
-	// Listener's offline path keeps state of its reader's (its reply
-	// buffer, its refusal summary). Connected datagrams are handled in
-	// parallel; each connection has its own lock.
-	offline sync.Mutex
+	// n counts what the sockets carried and what they dropped for its
+	// size; a Listener counts into the same set.
+	n *counters
 
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
@@ -174,7 +140,7 @@ func newEndpoint(pc net.PacketConn) *endpoint { return newEndpointSize(dialBatch
 // buffers so bursts from many peers do not overflow them (failing to is
 // harmless).
 func newEndpointSize(batch int, pcs ...net.PacketConn) *endpoint {
-	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{})}
+	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{}), n: new(counters)}
 	for _, pc := range pcs {
 		s := &socket{pc: pc}
 		if udp, ok := pc.(*net.UDPConn); ok {
@@ -234,34 +200,35 @@ func (s *socket) read(buf []byte) (int, netip.AddrPort, error) {
 	return n, addrPortOf(addr), nil
 }
 
+// handler takes one datagram read from a socket, with the time it was
+// read; b is valid only during the call.
+type handler func(b []byte, from netip.AddrPort, now time.Time)
+
 // readLoop reads datagrams from every socket, one reader each, and hands
-// each non-empty one of at most maxDatagramIn bytes to handle, with the
-// time it was read, until the sockets are closed. b is valid only during
-// the call. With several sockets handle runs concurrently, for offline
-// datagrams never (see endpoint.offline).
-func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.Time)) {
-	if len(e.socks) > 1 {
-		serial := handle
-		handle = func(b []byte, from netip.AddrPort, now time.Time) {
-			if b[0]&wire.FlagValid != 0 {
-				serial(b, from, now)
-				return
-			}
-			e.offline.Lock()
-			defer e.offline.Unlock()
-			serial(b, from, now)
-		}
-	}
+// each non-empty one of at most maxDatagramIn bytes to handle, until the
+// sockets are closed. With several sockets handle runs on each reader at
+// once; see readEach for a handler per reader.
+func (e *endpoint) readLoop(handle handler) {
+	e.readEach(func() handler { return handle })
+}
+
+// readEach is readLoop with a handler of each reader's own: each socket's
+// reader calls newReader once, before its first read, and hands its
+// datagrams to the handler it returned, from that goroutine only. So the
+// scratch state a handler keeps (a reply buffer, a table) belongs to one
+// reader and needs no lock; what the handlers share must be safe for
+// concurrent use.
+func (e *endpoint) readEach(newReader func() handler) {
 	var wg sync.WaitGroup
 	for _, s := range e.socks[1:] {
-		wg.Go(func() { e.readSocket(s, handle) })
+		wg.Go(func() { e.readSocket(s, newReader()) })
 	}
-	e.readSocket(e.socks[0], handle)
+	e.readSocket(e.socks[0], newReader())
 	wg.Wait()
 }
 
 // readSocket is the reader of one socket.
-func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+func (e *endpoint) readSocket(s *socket, handle handler) {
 	if s.bio != nil {
 		e.readBatches(s, handle)
 		return
@@ -278,12 +245,12 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 			continue
 		}
 		s.received.Add(1)
-		e.traffic.in(n)
+		e.n.in(n)
 		if n == 0 {
 			continue
 		}
 		if n > maxDatagramIn {
-			e.oversize.Add(1)
+			e.n.oversize.Add(1)
 			continue
 		}
 		handle(buf[:n], from, time.Now())
@@ -293,7 +260,7 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 // readBatches is the reader of a socket with batched I/O: it takes up to
 // its batch size of datagrams per wake-up, handles them, then sends the replies
 // they produced in one go.
-func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+func (e *endpoint) readBatches(s *socket, handle handler) {
 	for {
 		n, err := s.bio.read()
 		if err != nil {
@@ -309,12 +276,12 @@ func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrP
 		s.mu.Unlock()
 		for i := range n {
 			b, from, truncated := s.bio.message(i)
-			e.traffic.in(len(b))
+			e.n.in(len(b))
 			if len(b) == 0 {
 				continue
 			}
 			if truncated || len(b) > maxDatagramIn {
-				e.oversize.Add(1)
+				e.n.oversize.Add(1)
 				continue
 			}
 			s.cur.Store(peerTag(from))
@@ -365,7 +332,7 @@ func peerTag(ap netip.AddrPort) uint64 {
 // the rest of its batch's replies; any other leaves at once. An error of
 // a queued write is counted when it is sent, not returned.
 func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
-	e.traffic.out(len(b))
+	e.n.out(len(b))
 	tag := peerTag(ap)
 	for _, s := range e.socks {
 		if s.bio != nil && s.cur.Load() == tag && e.queue(s, b, ap) {

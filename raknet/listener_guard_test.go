@@ -205,8 +205,8 @@ func TestConnectionsPerIPReleased(t *testing.T) {
 			t.Fatalf("after closing %d: %d connections, %d handshaking, want 0", i, st.Connections, st.Handshaking)
 		}
 	}
-	l.ipMu.Lock()
-	defer l.ipMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.perIP) != 0 {
 		t.Errorf("per-IP table: got %v, want empty", l.perIP)
 	}

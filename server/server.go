@@ -19,6 +19,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/df-mc/atomic"
 	"github.com/rs/zerolog"
 )
@@ -94,6 +95,13 @@ type Server struct {
 
 	sessionCounts sessionCounts
 	metrics       *metricsServer // guarded by mu; nil unless serving metrics
+
+	// verifier checks Logins in online mode; nil in offline mode.
+	verifier *auth.Verifier
+	// access is the allowlist and ban list; accessDone stops their
+	// file watcher.
+	access     access
+	accessDone chan struct{}
 }
 
 // entry is what the registry keeps per session.
@@ -108,17 +116,18 @@ func (c Config) New() *Server {
 		nop := zerolog.Nop()
 		c.Log = &nop
 	}
+	d := DefaultUserConfig()
 	if c.AddressV4 == "" && c.AddressV6 == "" {
-		c.AddressV4, c.AddressV6 = "0.0.0.0:19132", "[::]:19133"
+		c.AddressV4, c.AddressV6 = d.Network.AddressV4, d.Network.AddressV6
 	}
-	c.LANAddressV4 = cmp(c.LANAddressV4, "0.0.0.0:"+strconv.Itoa(LANPortV4))
-	c.LANAddressV6 = cmp(c.LANAddressV6, "[::]:"+strconv.Itoa(LANPortV6))
-	c.Name = cmp(c.Name, "Basalt")
-	c.LevelName = cmp(c.LevelName, "Bedrock level")
-	c.Edition = cmp(c.Edition, motd.EditionBedrock)
-	c.GameMode = cmp(c.GameMode, "Survival")
+	c.LANAddressV4 = cmp(c.LANAddressV4, net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4)))
+	c.LANAddressV6 = cmp(c.LANAddressV6, net.JoinHostPort("::", strconv.Itoa(LANPortV6)))
+	c.Name = cmp(c.Name, d.Server.Name)
+	c.LevelName = cmp(c.LevelName, d.Server.LevelName)
+	c.Edition = cmp(c.Edition, motd.Edition(d.Server.Edition))
+	c.GameMode = cmp(c.GameMode, d.Server.GameMode)
 	if c.MaxPlayers <= 0 {
-		c.MaxPlayers = 20
+		c.MaxPlayers = d.Server.MaxPlayers
 	}
 	if len(c.AcceptedProtocols) == 0 {
 		c.AcceptedProtocols = session.KnownProtocols()
@@ -131,6 +140,10 @@ func (c Config) New() *Server {
 		c.Version = cmp(c.Version, v.Name)
 	}
 	c.Version = cmp(c.Version, session.CurrentVersion)
+	c.Handler = cmp(c.Handler, HandlerGate)
+	if c.NewHandler == nil && c.Handler == HandlerLobby {
+		c.NewHandler, c.OnShutdown = c.newLobby()
+	}
 	if c.StatusInterval <= 0 {
 		c.StatusInterval = DefaultStatusInterval
 	}
@@ -152,7 +165,10 @@ func (c Config) New() *Server {
 		sessions:   make(map[*session.Session]*entry),
 		statusKick: make(chan struct{}, 1),
 		statusDone: make(chan struct{}),
+		accessDone: make(chan struct{}),
+		verifier:   newVerifier(c),
 	}
+	srv.initAccess()
 	srv.maxPlayers.Store(int64(c.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.Gate(c.DisconnectMessage)
@@ -205,6 +221,9 @@ func (srv *Server) Listen() error {
 	if _, err := srv.base.Encode(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := srv.loadAccess(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	if err := srv.listenMetrics(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -249,6 +268,7 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
 	}
+	srv.startAccess()
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
 	if len(srv.lan) > 0 {
@@ -367,6 +387,7 @@ func (srv *Server) serve(c *raknet.Conn) {
 		ServerKey:         srv.key,
 		Log:               srv.conf.Log,
 		LoginTimeout:      srv.conf.LoginTimeout,
+		VerifyLogin:       srv.verifyLogin,
 	})
 	srv.mu.Lock()
 	if srv.closing {
@@ -467,6 +488,15 @@ func (srv *Server) updateStatusLocked() {
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
 	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
+	// Behind a balancer or tunnel, the port players reach. Clients that
+	// reconnect to the pong's port (gophertunnel, the game) take the
+	// IPv4 field whatever their family.
+	if pub := srv.conf.PublicAddress; pub.IsValid() {
+		st.PortV4 = pub.Port()
+		if pub.Addr().Is6() {
+			st.PortV6 = pub.Port()
+		}
+	}
 	srv.publishLocked(st)
 }
 
@@ -485,12 +515,14 @@ func (srv *Server) shutdown() {
 	srv.mu.Lock()
 	srv.closing = true
 	close(srv.statusDone)
+	close(srv.accessDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
 	defer srv.stopMetrics()
+	defer srv.stopVerifier()
 	if len(listeners) == 0 {
 		return
 	}

@@ -203,6 +203,37 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+func TestStatusPublicAddress(t *testing.T) {
+	tests := []struct {
+		name    string
+		pub     string
+		samePub bool // PortV6 carries the public port too
+	}{
+		{"IPv4", "203.0.113.5:25000", false},
+		{"IPv6", "[2001:db8::7]:25001", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := netip.MustParseAddrPort(tc.pub)
+			srv := startServer(t, Config{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", PublicAddress: pub})
+			if len(srv.Addrs()) < 2 {
+				t.Skip("no IPv6 loopback")
+			}
+			st := ping(t, gameAddr(t, srv))
+			if st.PortV4 != pub.Port() {
+				t.Errorf("IPv4 port: got %d, want the public %d", st.PortV4, pub.Port())
+			}
+			want6 := port(srv.Addrs()[1])
+			if tc.samePub {
+				want6 = pub.Port()
+			}
+			if st.PortV6 != want6 {
+				t.Errorf("IPv6 port: got %d, want %d", st.PortV6, want6)
+			}
+		})
+	}
+}
+
 func TestStatusOneFamily(t *testing.T) {
 	srv := startServer(t, Config{AddressV4: "127.0.0.1:0"})
 	st := ping(t, gameAddr(t, srv))
@@ -215,8 +246,23 @@ func TestStatusOneFamily(t *testing.T) {
 	}
 }
 
+// loginCounter is holdHandler counting the Login packets it is given.
+type loginCounter struct {
+	holdHandler
+	logins *atomic.Int64
+}
+
+func (h loginCounter) HandlePacket(s *session.Session, p session.Packet) error {
+	if p.ID == session.IDLogin {
+		h.logins.Add(1)
+	}
+	return h.holdHandler.HandlePacket(s, p)
+}
+
 func TestPlayerCount(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 5})
+	var logins atomic.Int64
+	newHandler := func(*session.Session) (session.Handler, error) { return loginCounter{logins: &logins}, nil }
+	srv := startServer(t, Config{NewHandler: newHandler, MaxPlayers: 5})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
@@ -242,11 +288,16 @@ func TestPlayerCount(t *testing.T) {
 	if got := ping(t, addr).Players; got != 2 {
 		t.Errorf("after 2 logins: got %d players, want 2", got)
 	}
-	// A second Login, which goes to the handler, does not take a second
-	// slot. The sync proves the session handled it before the count is
-	// read.
-	a.send(session.IDLogin, []byte("again"))
+	// A second Login, valid as the first was, goes to the handler and
+	// does not take a second slot: were it taken for a login again, the
+	// session would answer it with a second PlayStatus, which sync would
+	// meet before its echo. The sync proves the session handled it before
+	// the count is read.
+	a.sendLogin("Alex")
 	a.sync()
+	if got := logins.Load(); got != 1 {
+		t.Errorf("Login packets the handler was given: got %d, want 1", got)
+	}
 	if got := srv.PlayerCount(); got != 2 {
 		t.Errorf("after a second login: got %d players, want 2", got)
 	}
@@ -607,7 +658,7 @@ func TestGameListenerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	srv := Config{AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen on a taken port: got nil, want an error")
 	}
@@ -628,7 +679,7 @@ func TestListenTwicePanics(t *testing.T) {
 }
 
 func TestListenAfterClose(t *testing.T) {
-	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
 	_ = srv.Close()
 	if err := srv.Listen(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("got %v, want net.ErrClosed", err)
@@ -636,7 +687,7 @@ func TestListenAfterClose(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
@@ -667,7 +718,7 @@ func TestNoIPv6(t *testing.T) {
 	ping(t, gameAddr(t, srv))
 
 	// Without IPv4 to fall back on, it is an error.
-	only6 := Config{AddressV6: "[::1]:0", listenPacket: noV6}.New()
+	only6 := Config{AuthenticationDisabled: true, AddressV6: "[::1]:0", listenPacket: noV6}.New()
 	if err := only6.Listen(); !errors.Is(err, syscall.EAFNOSUPPORT) {
 		t.Errorf("IPv6 only: got %v, want EAFNOSUPPORT", err)
 	}

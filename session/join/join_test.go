@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
@@ -79,6 +80,7 @@ func send(t *testing.T, c *packetstest.Client, pks ...packet.Packet) {
 // TestSpawn joins at every protocol, in each dimension, and checks the IDs,
 // the chunks and the attributes the package doc promises.
 func TestSpawn(t *testing.T) {
+	leaktest.Check(t)
 	for _, p := range packets.Protocols() {
 		for _, dim := range []struct {
 			id       int32
@@ -162,6 +164,7 @@ func TestSpawn(t *testing.T) {
 // TestWrongRuntimeID checks that SetLocalPlayerAsInitialised must name
 // StartGame's runtime ID.
 func TestWrongRuntimeID(t *testing.T) {
+	leaktest.Check(t)
 	w, c := start(t, join.GameData{EntityID: 7}, packets.BaseProtocol)
 	send(t, c,
 		&packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted},
