@@ -6,9 +6,11 @@
 //	basalt [-config FILE] [-version]
 //
 // It writes the commented default configuration to FILE (config.toml) if
-// the file is missing, loads it and serves until SIGINT or SIGTERM, then
-// tells every player the server is closing and exits. A second signal
-// during shutdown exits at once.
+// the file is missing, loads it and serves until SIGINT or SIGTERM (or the
+// console's stop), then tells every player the server is closing and
+// exits. A second signal during shutdown exits at once. SIGHUP rereads the
+// allowlist and ban files. Commands typed on standard input (help lists
+// them) run unless it is /dev/null.
 package main
 
 import (
@@ -30,7 +32,8 @@ Basalt is a Minecraft Bedrock server skeleton: it answers LAN discovery and
 server-list pings, logs players in and hands them to a handler (by default
 one that tells them there is no world yet). It reads FILE, first writing
 the commented default configuration there if it is missing, and serves
-until SIGINT (Ctrl-C) or SIGTERM.
+until SIGINT (Ctrl-C) or SIGTERM. SIGHUP rereads the allowlist and ban
+files; commands typed on standard input (help lists them) run.
 
 Flags:
 `
@@ -92,5 +95,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // restore default handling: a second signal kills
-	return conf.New().Run(ctx)
+	srv := conf.New()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			_ = srv.Reload() // it logs what happened
+		}
+	}()
+	if server.ConsoleInput(os.Stdin) {
+		go func() { _ = srv.RunConsole(os.Stdin, stop) }() // stop: as Ctrl-C
+	}
+	return srv.Run(ctx)
 }

@@ -134,7 +134,7 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 }
 
 func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
-	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [800, 2193]\n\n[raknet]\ntimeout = \"30s\"\n")
+	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [2193]\nprotocol = 2193\n\n[raknet]\ntimeout = \"30s\"\n")
 	uc, err := LoadConfig(path)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
@@ -143,7 +143,8 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	want.dir = filepath.Dir(path)
 	want.name = "config"
 	want.Server.MaxPlayers = 5
-	want.Server.AcceptedProtocols = []int{800, 2193}
+	want.Server.AcceptedProtocols = []int{2193}
+	want.Server.Protocol = 2193
 	want.RakNet.Timeout = "30s"
 	want.lines = map[string]int{"server.max_players": 2, "server.accepted_protocols": 3, "raknet.timeout": 6}
 	if !reflect.DeepEqual(uc, want) {
@@ -216,6 +217,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"protocol not accepted", "[server]\nprotocol = 800\n", "server.protocol", "accepted_protocols"},
 		{"no accepted protocols", "[server]\naccepted_protocols = []\n", "server.accepted_protocols", "empty"},
 		{"protocol too big", "[server]\naccepted_protocols = [2193, 4294967296]\n", "server.accepted_protocols[1]", ""},
+		{"protocol unknown to the build", "[server]\naccepted_protocols = [2193, 2259]\n", "server.accepted_protocols[1]", "2259 is not a protocol this build speaks"},
 		{"unknown placeholder", "[server]\ndisconnect_message = \"Bye {name}\"\n", "server.disconnect_message", "{name}"},
 		{"semicolon in name", "[server]\nname = \"a;b\"\n", "server.name", "';'"},
 		{"newline in level name", "[server]\nlevel_name = \"a\\nb\"\n", "server.level_name", ""},
@@ -357,9 +359,9 @@ func TestConfig(t *testing.T) {
 		Edition:             motd.EditionBedrock,
 		GameMode:            "Survival",
 		MaxPlayers:          20,
-		Version:             "1.26.50",
-		Protocol:            2193,
-		AcceptedProtocols:   []int32{2193},
+		Version:             "1.26.60",
+		Protocol:            2225,
+		AcceptedProtocols:   []int32{2193, 2225},
 		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
 		ShutdownMessage:     "Server closed.",
 		Handler:             HandlerGate,

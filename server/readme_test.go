@@ -20,7 +20,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const start, end = "// counter is one player's handler", "// the lobby relays the chat\n}\n"
+	const start, end = "// counter is one player's handler", "Message: msg})\n}\n"
 	section := func(s string) string {
 		i := strings.Index(s, start)
 		if i < 0 {
