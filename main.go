@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", *path, err)
 	}
 	defer logFile.Close()
-	log.Info().Str("version", bi.Version).Str("revision", bi.Revision).Str("go", bi.GoVersion).Str("config", *path).Msg("starting basalt")
+	log.Info().Stringer("version", bi).Str("config", *path).Msg("starting basalt")
 	conf, err := uc.Config(log)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *path, err)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,4 +136,70 @@ func readmeSection(readme, heading string) string {
 		rest = rest[:i]
 	}
 	return rest
+}
+
+// TestREADMELayout keeps README.md's Layout table true: a row for every
+// file and directory at the top of the repository (as git tracks them)
+// and for every directory holding a Go package, and no row for a path
+// that does not exist.
+func TestREADMELayout(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(readme), "## Layout")
+	if section == "" {
+		t.Fatal("README.md: no \"## Layout\" section")
+	}
+	listed := map[string]bool{}
+	for line := range strings.Lines(section) {
+		cells := strings.SplitN(line, " | ", 2)
+		if len(cells) < 2 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		for p := range strings.SplitSeq(strings.TrimPrefix(cells[0], "| "), ", ") {
+			p = strings.Trim(p, "`")
+			listed[p] = true
+			if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(p))); err != nil {
+				t.Errorf("README.md Layout lists %s: %v", p, err)
+			}
+		}
+	}
+
+	var want []string
+	out, err := exec.Command("git", "-C", "..", "ls-files").Output()
+	if err != nil {
+		t.Logf("git ls-files: %v; checking the packages only", err)
+	}
+	for f := range strings.Lines(string(out)) {
+		f = strings.TrimSpace(f)
+		if top, _, dir := strings.Cut(f, "/"); dir {
+			want = append(want, top+"/")
+		} else if f != "" {
+			want = append(want, f)
+		}
+	}
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != ".." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") && filepath.Dir(path) != ".." {
+			rel, _ := filepath.Rel("..", filepath.Dir(path))
+			want = append(want, filepath.ToSlash(rel)+"/")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	for _, p := range slices.Compact(want) {
+		if !listed[p] {
+			t.Errorf("README.md Layout has no row for %s", p)
+		}
+	}
 }
