@@ -150,3 +150,47 @@ func TestGUIDFileNamedAfterConfig(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLoggerFileRotates checks log.file takes the lines instead of
+// standard error, uncoloured, and is rotated at log.file_max_mib with at
+// most log.file_backups old files kept.
+func TestLoggerFileRotates(t *testing.T) {
+	uc := DefaultUserConfig()
+	uc.dir = t.TempDir()
+	uc.Log.File, uc.Log.FileMaxMiB, uc.Log.FileBackups = "basalt.log", 1, 1
+	var stderr bytes.Buffer
+	l, closer, err := uc.logger(&stderr, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("x", 1000)
+	for range 3 * 1100 { // a little over 3 MiB: three rotations
+		l.Info().Str("k", line).Msg("filler")
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("standard error got %d bytes, want none with log.file", stderr.Len())
+	}
+	cur, err := os.ReadFile(filepath.Join(uc.dir, "basalt.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) == 0 || len(cur) > 1<<20 || bytes.Contains(cur, []byte("\x1b[")) {
+		t.Errorf("basalt.log: %d bytes, colour %v; want 1 to 1 MiB, no colour", len(cur), bytes.Contains(cur, []byte("\x1b[")))
+	}
+	// Old files are removed by lumberjack's own goroutine, after the
+	// rotation: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		old, _ := filepath.Glob(filepath.Join(uc.dir, "basalt-*.log"))
+		if len(old) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d rotated files %v, want 1 (log.file_backups)", len(old), old)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
