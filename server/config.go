@@ -533,6 +533,9 @@ func decodeStrict(data []byte, v any) error {
 				msg = msg[:i] + " into " + msg[j+len(" of type "):]
 			}
 		}
+		if strings.HasPrefix(msg, "cannot decode TOML string into int") {
+			msg += "; write the number without quotes"
+		}
 		if key := de.Key(); len(key) > 0 {
 			return fmt.Errorf("line %d: key %s: %s", line, strings.Join(key, "."), msg)
 		}

@@ -38,10 +38,10 @@ func (uc UserConfig) Validate() error {
 		add("network.address_v4, network.address_v6", "both are empty; set at least one")
 	}
 	if err := checkAddress(n.AddressV4, false); err != nil {
-		add("network.address_v4", "%q: %v", n.AddressV4, err)
+		add("network.address_v4", "%q: %v; write it as \"IP:port\", such as \"0.0.0.0:19132\", or \"\" to disable IPv4", n.AddressV4, err)
 	}
 	if err := checkAddress(n.AddressV6, true); err != nil {
-		add("network.address_v6", "%q: %v", n.AddressV6, err)
+		add("network.address_v6", "%q: %v; write it as \"[IP]:port\", such as \"[::]:19133\", or \"\" to disable IPv6", n.AddressV6, err)
 	}
 	for i, p := range n.TrustedProxies {
 		if _, err := parseProxyPrefix(p); err != nil {
@@ -67,7 +67,7 @@ func (uc UserConfig) Validate() error {
 		add("server.game_mode", "%q is not one of %s", s.GameMode, strings.Join(gameModes, ", "))
 	}
 	if s.MaxPlayers < 1 {
-		add("server.max_players", "%d is less than 1", s.MaxPlayers)
+		add("server.max_players", "%d is less than 1; set it to the most players you want online at once", s.MaxPlayers)
 	}
 	if !isVersion(s.Version) {
 		add("server.version", "%q is not a version like \"1.26.50\"", s.Version)
@@ -157,7 +157,7 @@ func (uc UserConfig) Validate() error {
 
 	// [metrics]
 	if err := checkTCPAddress(uc.Metrics.Address); err != nil {
-		add("metrics.address", "%q: %v", uc.Metrics.Address, err)
+		add("metrics.address", "%q: %v; write it as \"IP:port\", such as \"127.0.0.1:9100\", or \"\" to serve no metrics", uc.Metrics.Address, err)
 	}
 	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
 		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -87,5 +88,31 @@ func (uc UserConfig) withLines(err error) error {
 			}
 		}
 	}
-	return err
+	if len(errs) == 1 {
+		return err
+	}
+	// In the file's order, keys left at their default last.
+	slices.SortStableFunc(errs, func(a, b error) int { return cmpLine(lineOf(a), lineOf(b)) })
+	return errors.Join(errs...)
+}
+
+// lineOf returns the line of err if it is a KeyError with one, else 0.
+func lineOf(err error) int {
+	if ke, ok := errors.AsType[*KeyError](err); ok {
+		return ke.Line
+	}
+	return 0
+}
+
+// cmpLine orders lines ascending with 0 (unknown) last.
+func cmpLine(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return a - b
 }

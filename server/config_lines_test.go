@@ -63,3 +63,23 @@ func TestKeyLines(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestLoadConfigErrorsInFileOrder checks several problems are reported in
+// the order of their lines, those of keys left at their default last.
+func TestLoadConfigErrorsInFileOrder(t *testing.T) {
+	doc := "[raknet]\ntimeout = \"10\"\n[server]\nmax_players = 0\nhandler = \"world\"\n[network]\naddress_v4 = \"0.0.0.0\"\n"
+	_, err := LoadConfig(writeConfig(t, doc))
+	if err == nil {
+		t.Fatal("got nil error, want four problems")
+	}
+	_, msg, _ := strings.Cut(err.Error(), ": ") // after "load config PATH"
+	var lines []string
+	for l := range strings.Lines(msg) {
+		n, _, _ := strings.Cut(l, ":")
+		lines = append(lines, n)
+	}
+	want := []string{"line 2", "line 4", "line 5", "line 7"}
+	if strings.Join(lines, ",") != strings.Join(want, ",") {
+		t.Errorf("got lines %q in\n%s\nwant %q", lines, err, want)
+	}
+}

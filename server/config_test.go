@@ -146,7 +146,7 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	want.Server.AcceptedProtocols = []int{2193}
 	want.Server.Protocol = 2193
 	want.RakNet.Timeout = "30s"
-	want.lines = map[string]int{"server.max_players": 2, "server.accepted_protocols": 3, "raknet.timeout": 6}
+	want.lines = map[string]int{"server.max_players": 2, "server.accepted_protocols": 3, "server.protocol": 4, "raknet.timeout": 7}
 	if !reflect.DeepEqual(uc, want) {
 		t.Errorf("got %+v, want %+v", uc, want)
 	}
