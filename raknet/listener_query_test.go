@@ -157,7 +157,7 @@ func TestQueryFromConnection(t *testing.T) {
 // Queries pay the per-prefix offline rate and the offline reply bytes.
 func TestQueryLimits(t *testing.T) {
 	var q queryRecorder
-	l := listenTest(t, ListenConfig{Query: q.answer, OfflineRate: 1})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: q.answer, OfflineRate: 1})
 	from := netip.MustParseAddrPort("127.0.7.1:4000")
 	now := time.Now()
 	for range 10 {
@@ -175,7 +175,7 @@ func TestQueryLimits(t *testing.T) {
 	big := func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error) {
 		return append(dst, bytes.Repeat([]byte{'x'}, 2000)...), nil
 	}
-	l = listenTest(t, ListenConfig{Query: big, OfflineRate: -1, OfflineBytes: 4000})
+	l = listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: big, OfflineRate: -1, OfflineBytes: 4000})
 	for range 10 {
 		l.handle(queryReq, from, now)
 	}
