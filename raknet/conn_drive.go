@@ -88,21 +88,33 @@ func (c *Conn) arm(now time.Time) {
 	c.timer.Reset(max(next.Sub(now), 0))
 }
 
+// end ends a pass over the connection, which began by taking c.mu: unless
+// the pass closed the connection, it builds every datagram the layer
+// allows now and arms the timer for the earliest deadline; then it
+// releases c.mu (see unlock). Every pass that may have changed what is
+// due ends here.
+func (c *Conn) end(now time.Time) {
+	if c.state != stateClosed {
+		c.flush(now)
+		c.arm(now)
+	}
+	c.unlock()
+}
+
 // onTimer runs when the earliest deadline may have passed.
 func (c *Conn) onTimer() {
 	c.mu.Lock()
-	defer c.unlock()
+	now := time.Now()
+	defer func() { c.end(now) }()
 	if c.state == stateClosed {
 		return
 	}
 	c.wakeups.Add(1)
-	now := time.Now()
 	c.timerAt = time.Time{}
 	switch c.state {
 	case stateHandshake:
 		if !now.Before(c.handshakeDeadline()) {
 			c.finish(closedBy(ErrPeerTimeout))
-			return
 		}
 	case stateConnected:
 		if !now.Before(c.lastRecv.Add(c.cfg.timeout)) {
@@ -120,11 +132,8 @@ func (c *Conn) onTimer() {
 			// loss holds it): tell the peer at once, unreliably, before
 			// going.
 			c.abort(net.ErrClosed, true)
-			return
 		}
 	}
-	c.flush(now)
-	c.arm(now)
 }
 
 // handshakeDeadline is when an unfinished handshake ends.
@@ -138,7 +147,7 @@ func (c *Conn) handshakeDeadline() time.Time {
 // handle processes one datagram from the peer.
 func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
-	defer c.unlock()
+	defer c.end(now)
 	if c.state == stateClosed {
 		return
 	}
@@ -177,11 +186,8 @@ func (c *Conn) handle(b []byte, now time.Time) {
 			// with the final copies.
 			c.flushFinal(now)
 			c.finish(net.ErrClosed)
-			return
 		}
 	}
-	c.flush(now)
-	c.arm(now)
 }
 
 // afterDeliver acts on what the layer delivered in this pass, once the

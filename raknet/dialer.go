@@ -240,9 +240,7 @@ func (d Dialer) handshake(ctx context.Context, ep *endpoint, ap netip.AddrPort) 
 
 	c.mu.Lock()
 	c.sendControl(now, c.ctl.request(guid, now))
-	c.flush(now)
-	c.arm(now)
-	c.unlock()
+	c.end(now)
 
 	select {
 	case <-c.established:

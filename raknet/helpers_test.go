@@ -22,7 +22,7 @@ const maxDatagramSize = 65535
 // Dialer never would.
 type rawClient struct {
 	t      *testing.T
-	pc     *net.UDPConn
+	pc     rawSocket
 	server netip.AddrPort
 	buf    []byte
 
@@ -30,6 +30,14 @@ type rawClient struct {
 	// cookie is the one the last Reply1 carried, if hasCookie.
 	cookie    uint32
 	hasCookie bool
+}
+
+// rawSocket is what a rawClient needs of its socket: a *net.UDPConn or a
+// *simnet.Conn.
+type rawSocket interface {
+	net.PacketConn
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
 }
 
 func newRawClient(t *testing.T, server net.Addr) *rawClient {
