@@ -56,9 +56,7 @@ func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
 func (srv *Server) initAccess() {
 	c := srv.conf
 	a := &srv.access
-	a.log = srv.log
 	a.enabled.Store(c.Allowlist)
-	a.online = !c.AuthenticationDisabled
 	a.allowF.path, a.bansF.path = c.AllowlistFile, c.BansFile
 	a.allow = slices.Clone(c.AllowlistEntries)
 	a.bans = slices.Clone(c.Bans)
