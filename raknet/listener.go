@@ -17,13 +17,6 @@ import (
 
 // Listener defaults and bounds.
 const (
-	// DefaultMaxMTU is the MTU granted unless configured: vanilla BDS uses
-	// 1400 and larger values break some devices and routers.
-	DefaultMaxMTU = 1400
-	// MinMTU is the smallest MTU granted.
-	MinMTU = 576
-	// MaxMTU is the largest MTU RakNet probes.
-	MaxMTU = 1492
 	// DefaultAcceptQueue is how many established connections may wait for
 	// Accept.
 	DefaultAcceptQueue = 256
@@ -180,9 +173,9 @@ type ListenConfig struct {
 	// it runs on several goroutines at once, so it must be safe for
 	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
-	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
-	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
-	// put in front of the datagrams they forward, from the sources in
+	// ProxyProtocol makes the listener take PROXY protocol headers, v2
+	// (binary) or v1 (text, as nginx sends), which tunnels, balancers and
+	// DDoS filters (playit.gg, frp, nginx, TCPShield-style) put in front of the datagrams they forward, from the sources in
 	// TrustedProxies; Listen fails if it is set and TrustedProxies is
 	// empty. The client a header names is the peer as everything else
 	// sees it: connection keys, per-IP limits, cookies, logs,
@@ -201,7 +194,8 @@ type ListenConfig struct {
 	//     (ProxyNoFlow): a trusted proxy's own traffic is not served. A
 	//     flow unused for Timeout is forgotten, and at most 8192 are
 	//     kept, the least recently used making room.
-	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
+	//   - A LOCAL (v2) or UNKNOWN (v1) header, the proxy's own traffic,
+	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
 	// A header's bytes come on top of the client's datagram; MTU
@@ -284,43 +278,41 @@ type Listener struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	mu     sync.RWMutex
-	conns  map[netip.AddrPort]*Conn
+	mu sync.RWMutex
+	// conns is the connection table: the listener's record of each
+	// connection, by the peer's address.
+	conns  map[netip.AddrPort]*peer
 	closed bool // set by Close under mu: no new connections
 	// retired sums the counters of connections removed from conns (see
 	// ConnStats); guarded by mu.
 	retired Stats
 
-	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
-	queryAnswered                                                                        atomic.Uint64
-	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
+	// n holds the counters, the endpoint's and the PROXY gates' included.
+	n *counters
 	// prefixes and replyBytes limit offline replies per source prefix and
 	// in total; ipRate limits the handshakes of each proven IP.
 	prefixes   *guard.PrefixLimiter
 	replyBytes *guard.ByteLimiter
 	ipRate     *guard.PrefixLimiter
-	// perIP counts established connections by IP address.
-	ipMu  sync.Mutex
+	// perIP counts established connections by IP address; guarded by
+	// mu.
 	perIP map[netip.Addr]int
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
 	// budget is shared by the connections' accounts; nil without one.
-	budget         *guard.Budget
-	budgetRefusals atomic.Uint64
+	budget *guard.Budget
 	// When refusals were last summarised in the log (Unix nanoseconds),
 	// and their total then.
 	refusalLogAt   atomic.Int64
 	refusalsLogged atomic.Uint64
-	// pending and established count the connections in and past their
-	// handshake; each changes under mu or, for a connection that
-	// completes its handshake, atomically with its move.
+	// pending and nEstablished count the connections in and past their
+	// handshake, unproven those admitted without a cookie; they change
+	// under mu, and are read without it.
 	pending, nEstablished atomic.Int64
 
 	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
-	// which each reader makes its gate; nil without it. What the gates
-	// refuse is counted here.
-	proxy                                   *proxyGate
-	proxyUntrusted, proxyNoFlow, proxyLocal atomic.Uint64
+	// which each reader makes its gate; nil without it.
+	proxy *proxyGate
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -368,9 +360,10 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		log:     zerolog.Nop(),
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
-		conns:   make(map[netip.AddrPort]*Conn),
+		conns:   make(map[netip.AddrPort]*peer),
 		started: time.Now(),
 	}
+	l.n = l.ep.n
 	if lc.Log != nil {
 		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", l.ep.local.String()).Logger()
 	}
@@ -414,7 +407,6 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
-	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
 		l.cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
@@ -447,18 +439,10 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.RLock()
 	n := len(l.conns)
 	l.mu.RUnlock()
-	st := ListenerStats{
-		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
-		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
-		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
-		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
-		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
-		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
-		Established: int(l.nEstablished.Load()), DatagramsIn: l.ep.traffic.datagramsIn.Load(),
-		DatagramsOut: l.ep.traffic.datagramsOut.Load(), BytesIn: l.ep.traffic.bytesIn.Load(), BytesOut: l.ep.traffic.bytesOut.Load(),
-		QueryAnswered:  l.queryAnswered.Load(),
-		ProxyUntrusted: l.proxyUntrusted.Load(), ProxyNoFlow: l.proxyNoFlow.Load(), ProxyLocal: l.proxyLocal.Load(),
-	}
+	st := l.n.snapshot()
+	st.Connections = n
+	st.Handshaking = int(l.pending.Load() + l.unproven.Load())
+	st.Established = int(l.nEstablished.Load())
 	return st
 }
 
@@ -491,8 +475,8 @@ func (l *Listener) Close() error {
 		l.mu.Lock()
 		l.closed = true
 		conns := make([]*Conn, 0, len(l.conns))
-		for _, c := range l.conns {
-			conns = append(conns, c)
+		for _, p := range l.conns {
+			conns = append(conns, p.c)
 		}
 		l.mu.Unlock()
 		// The goodbyes below leave at once, whatever the readers are
@@ -510,82 +494,111 @@ func (l *Listener) Close() error {
 	return nil
 }
 
+// peer is the listener's record of one of its connections, owned by its
+// connection table: what the listener keeps about a connection, apart
+// from the connection itself, and the connection's owner.
+type peer struct {
+	l *Listener
+	c *Conn
+	// reply2 is the OpenConnectionReply2 sent for the connection, sent
+	// again as it is when a retried request arrives; unproven is set for
+	// a connection admitted without a cookie. Both are set before the
+	// record is shared.
+	reply2   []byte
+	unproven bool
+	// counted is set once the connection counts as established, gone
+	// once it counts nowhere; both guarded by l.mu.
+	counted, gone bool
+	// amp is the connection's anti-amplification budget while in its
+	// handshake; the connection uses it under its own lock.
+	amp ampBudget
+}
+
 // established moves a connection out of its handshake pool and queues it
 // for Accept, or refuses it when established connections (in all, or of
-// its IP) are at their cap or the accept queue is full. It runs with c.mu
-// held.
-func (l *Listener) established(c *Conn) {
+// its IP) are at their cap or the accept queue is full. It runs without
+// c.mu, once the pass that completed the handshake released it.
+func (p *peer) established(c *Conn) {
+	l := p.l
 	select {
 	case <-l.done:
-		c.abort(net.ErrClosed, true)
+		c.closeNow(net.ErrClosed, true)
 		return
 	default:
 	}
-	if c.unproven {
+	l.mu.Lock()
+	if p.gone {
+		// Closed since, by another goroutine: it counts nowhere now.
+		l.mu.Unlock()
+		return
+	}
+	l.leavePool(p)
+	p.counted = true
+	n := l.nEstablished.Add(1)
+	ip := c.raddr.Addr()
+	l.perIP[ip]++
+	refuse := true
+	switch {
+	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
+		// No room for the share an established connection needs.
+		l.n.refused.Add(1)
+		l.n.budgetRefusals.Add(1)
+	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
+		// Handshakes that completed together overshot the cap.
+		l.n.refused.Add(1)
+	case l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] > l.cfg.MaxConnectionsPerIP:
+		l.n.refused.Add(1)
+		l.n.perIPLimited.Add(1)
+	default:
+		select {
+		case l.accept <- c:
+			l.n.accepted.Add(1)
+			refuse = false
+		default:
+			l.n.refused.Add(1)
+			c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
+		}
+	}
+	l.mu.Unlock()
+	if refuse {
+		c.closeNow(net.ErrClosed, true)
+		return
+	}
+	if e := l.log.Debug(); e.Enabled() {
+		e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
+	}
+}
+
+// leavePool takes a connection out of the count of its handshake pool.
+// l.mu is held.
+func (l *Listener) leavePool(p *peer) {
+	if p.unproven {
 		l.unproven.Add(-1)
 	} else {
 		l.pending.Add(-1)
 	}
-	c.pool = poolEstablished
-	n := l.nEstablished.Add(1)
-	l.ipMu.Lock()
-	l.perIP[c.raddr.Addr()]++
-	perIP := l.perIP[c.raddr.Addr()]
-	l.ipMu.Unlock()
-	switch {
-	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
-		// No room for the share an established connection needs.
-		l.refused.Add(1)
-		l.budgetRefusals.Add(1)
-		c.abort(net.ErrClosed, true)
-		return
-	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
-		// Handshakes that completed together overshot the cap.
-		l.refused.Add(1)
-		c.abort(net.ErrClosed, true)
-		return
-	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
-		l.refused.Add(1)
-		l.perIPLimited.Add(1)
-		c.abort(net.ErrClosed, true)
-		return
-	}
-	select {
-	case l.accept <- c:
-		l.accepted.Add(1)
-		if e := l.log.Debug(); e.Enabled() {
-			e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
-		}
-	default:
-		l.refused.Add(1)
-		c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
-		c.abort(net.ErrClosed, true)
-	}
 }
 
-// removeConn forgets a closed connection. It runs after c.mu is released,
-// by the goroutine that closed c.
-func (l *Listener) removeConn(c *Conn) {
+// closed forgets a closed connection. It runs without c.mu, by the
+// goroutine that closed c.
+func (p *peer) closed(c *Conn) {
+	l := p.l
 	final := c.Stats()
 	l.mu.Lock()
-	if l.conns[c.raddr] == c {
+	if l.conns[c.raddr] == p {
 		delete(l.conns, c.raddr)
 	}
 	l.retired.add(&final)
-	switch {
-	case c.pool == poolEstablished:
+	p.gone = true
+	if p.counted {
 		l.nEstablished.Add(-1)
-		l.ipMu.Lock()
 		if n := l.perIP[c.raddr.Addr()] - 1; n > 0 {
 			l.perIP[c.raddr.Addr()] = n
 		} else {
 			delete(l.perIP, c.raddr.Addr())
 		}
-		l.ipMu.Unlock()
-	case c.unproven:
-		l.unproven.Add(-1)
-	default:
-		l.pending.Add(-1)
+	} else {
+		l.leavePool(p)
 	}
 	closed := l.closed
 	l.mu.Unlock()

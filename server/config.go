@@ -71,7 +71,7 @@ type UserConfig struct {
 		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports."`
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
-		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg, frp, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
+		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
@@ -85,7 +85,7 @@ type UserConfig struct {
 		MaxPlayers        int    `toml:"max_players" comment:"Most players online at once (at least 1)."`
 		Version           string `toml:"version" comment:"Game version advertised in the MOTD, in network form (\"1.26.50\")."`
 		Protocol          int    `toml:"protocol" comment:"Network protocol advertised in the MOTD. Must be in accepted_protocols."`
-		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak."`
+		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak: any of those this build knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66)."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
@@ -173,7 +173,10 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.MaxPlayers = 20
 	uc.Server.Version = session.CurrentVersion
 	uc.Server.Protocol = int(session.CurrentProtocol)
-	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.AcceptedProtocols = nil
+	for _, p := range session.KnownProtocols() {
+		uc.Server.AcceptedProtocols = append(uc.Server.AcceptedProtocols, int(p))
+	}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.Handler = string(HandlerGate)
@@ -341,7 +344,7 @@ type Config struct {
 	// CookieSecretFile is the resolved path CookieSecret was read from,
 	// "" for none.
 	CookieSecretFile string
-	// ProxyProtocol makes the listeners take PROXY protocol v2 headers
+	// ProxyProtocol makes the listeners take PROXY protocol headers
 	// from TrustedProxies (see raknet.ListenConfig.ProxyProtocol). False
 	// (the zero value) takes none.
 	ProxyProtocol bool
@@ -369,14 +372,14 @@ type Config struct {
 	// StatusInterval is how often StatusProvider is asked, besides after
 	// each join and leave; 0 or less means DefaultStatusInterval.
 	StatusInterval time.Duration
-	// Version is the advertised game version; empty means
-	// session.CurrentVersion.
+	// Version is the advertised game version; empty means the version of
+	// Protocol.
 	Version string
-	// Protocol is the advertised network protocol; 0 means
-	// session.CurrentProtocol.
+	// Protocol is the advertised network protocol; 0 means the newest
+	// of AcceptedProtocols.
 	Protocol int32
-	// AcceptedProtocols lists the network protocols clients may use; empty
-	// means Protocol alone.
+	// AcceptedProtocols lists the network protocols clients may use, each
+	// one this build knows (session.Protocols); empty means all of them.
 	AcceptedProtocols []int32
 	// DisconnectMessage is shown by the default handler, with
 	// session.PlayerPlaceholder replaced by the player's name; empty means
