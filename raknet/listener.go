@@ -489,7 +489,7 @@ func (l *Listener) Close() error {
 		// goodbye.
 		l.ep.close()
 		l.wg.Wait()
-		l.log.Info().Dur("uptime", time.Since(l.started)).Msg("listener closed")
+		l.log.Info().Stringer("uptime", time.Since(l.started).Round(time.Millisecond)).Msg("listener closed")
 	})
 	return nil
 }

@@ -90,7 +90,7 @@ type UserConfig struct {
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
-		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
+		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. Empty means this file's name with .guid for its extension (config.toml keeps its GUID in config.guid), so that configurations side by side in one directory have GUIDs of their own. A relative path is relative to this file's directory. Servers behind one load balancer share one GUID: give them the same file's contents."`
 		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
 		OnlineMode        bool   `toml:"online_mode" comment:"Verify every player's Xbox Live sign-in with the Minecraft authentication service, as BDS's online-mode does: a player who is not signed in is told \"You must be signed in to Xbox Live to join.\" The keys are fetched in the background; until they are, players are told the server cannot verify sign-ins right now. false trusts whatever name and XUID a client claims: only for bots, tests, and proxies that verify players themselves."`
 		AuthDiscoveryURL  string `toml:"auth_discovery_url" comment:"Discovery document of the Minecraft services, which names the issuer of the tokens online mode verifies."`
@@ -100,14 +100,17 @@ type UserConfig struct {
 		BansFile          string `toml:"bans_file" comment:"The ban list: a JSON array of {\"xuid\", \"name\" or \"ip\" (an address or CIDR prefix), \"reason\", \"expires\" (RFC 3339)}, created empty if missing and reloaded as allowlist_file is. A banned player online is disconnected with the reason."`
 	} `toml:"server"`
 	Log struct {
-		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
-		Format string `toml:"format" comment:"\"console\" for human-readable lines, \"json\" for one JSON object per line."`
+		Level       string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
+		Format      string `toml:"format" comment:"\"console\" for human-readable lines (coloured only on a terminal), \"json\" for one JSON object per line."`
+		File        string `toml:"file" comment:"File the log is written to instead of standard error, rotated by size. Empty means standard error, for a terminal or a process manager such as systemd. A relative path is relative to this file's directory."`
+		FileMaxMiB  int    `toml:"file_max_mib" comment:"Size in MiB at which log.file is rotated: renamed with the time in its name and started afresh (1-10240)."`
+		FileBackups int    `toml:"file_backups" comment:"Rotated log files kept beside log.file; older ones are deleted. 0 keeps them all."`
 	} `toml:"log"`
 	RakNet struct {
 		MaxMTU              int    `toml:"max_mtu" comment:"Largest RakNet datagram in bytes, offered during MTU discovery (576-1492)."`
 		MaxConnections      int    `toml:"max_connections" comment:"Most RakNet connections at once on each listener. 0 means max_players plus 10% (at least 4 more), so that a client over the limit still sees the \"server full\" message."`
 		Timeout             string `toml:"timeout" comment:"Drop a connection after hearing nothing from the peer for this long, as a Go duration: \"10s\", \"1m30s\". More than 0 and at most 5m."`
-		ProtocolVersions    []int  `toml:"protocol_versions" comment:"RakNet protocol versions accepted in OpenConnectionRequest1 (1-255)."`
+		ProtocolVersions    []int  `toml:"protocol_versions" comment:"RakNet protocol versions accepted in OpenConnectionRequest1: 11 (Minecraft since 1.19.30) and 10 (older versions, PrismarineJS clients). Only these two can be listed; leave one out to refuse its clients."`
 		MaxConnectionsPerIP int    `toml:"max_connections_per_ip" comment:"Most established connections at once from one IP address on each listener. Generous, because households and LAN parties share one address. 0 means no limit."`
 		MemoryBudget        int    `toml:"memory_budget" comment:"Bytes that all peers of a listener together may make it hold at once: messages being reassembled, waiting for their turn or for the server to read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB."`
 	} `toml:"raknet"`
@@ -117,9 +120,15 @@ type UserConfig struct {
 	} `toml:"metrics"`
 
 	// dir is the directory of the file the config was loaded from, against
-	// which a relative GUIDFile is resolved. Empty means the working
+	// which relative paths are resolved. Empty means the working
 	// directory.
 	dir string
+	// name is that file's name without its extension, which an empty
+	// guid_file is named after; empty means "config".
+	name string
+	// lines is the line that set each key in that file, by dotted name,
+	// for errors to point at; nil when not loaded from a file.
+	lines map[string]int
 }
 
 // BuiltinHandler names a handler the server has built in: the value of
@@ -181,7 +190,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.Handler = string(HandlerGate)
 	uc.Server.Greeting = lobby.DefaultGreeting
-	uc.Server.GUIDFile = "server_guid"
+	uc.Server.GUIDFile = ""
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
 	uc.Server.OnlineMode = true
 	uc.Server.AuthDiscoveryURL = auth.DefaultDiscoveryURL
@@ -190,6 +199,9 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.BansFile = "bans.json"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
+	uc.Log.File = ""
+	uc.Log.FileMaxMiB = 100
+	uc.Log.FileBackups = 5
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
 	uc.RakNet.MaxConnections = 0
 	uc.RakNet.Timeout = raknet.DefaultTimeout.String()
@@ -464,9 +476,11 @@ type Config struct {
 func LoadConfig(path string) (UserConfig, error) {
 	uc := DefaultUserConfig()
 	uc.dir = filepath.Dir(path)
+	uc.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := writeNew(path, DefaultConfigFile(), 0o644); err == nil {
+			uc.lines = keyLines(DefaultConfigFile())
 			return uc, nil
 		} else if !errors.Is(err, fs.ErrExist) {
 			return UserConfig{}, fmt.Errorf("write default config: %w", err)
@@ -480,6 +494,7 @@ func LoadConfig(path string) (UserConfig, error) {
 	if err := decodeStrict(data, &uc); err != nil {
 		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
 	}
+	uc.lines = keyLines(data)
 	if err := uc.Validate(); err != nil {
 		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
 	}
@@ -517,6 +532,9 @@ func decodeStrict(data []byte, v any) error {
 			if j := strings.LastIndex(msg, " of type "); j > i {
 				msg = msg[:i] + " into " + msg[j+len(" of type "):]
 			}
+		}
+		if strings.HasPrefix(msg, "cannot decode TOML string into int") {
+			msg += "; write the number without quotes"
 		}
 		if key := de.Key(); len(key) > 0 {
 			return fmt.Errorf("line %d: key %s: %s", line, strings.Join(key, "."), msg)
@@ -613,9 +631,10 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
 	}
-	if !filepath.IsAbs(c.GUIDFile) {
-		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
+	if c.GUIDFile == "" {
+		c.GUIDFile = cmp(uc.name, "config") + ".guid"
 	}
+	c.GUIDFile = uc.resolve(c.GUIDFile)
 	c.AuthenticationDisabled = !uc.Server.OnlineMode
 	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
 	if c.Auth.Issuer == "" {
@@ -626,14 +645,14 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
-		return Config{}, err
+		return Config{}, uc.withLines(keyError("server.guid_file", "%v", err))
 	}
 	c.GUID = guid
 	if errors.Is(statErr, fs.ErrNotExist) {
 		l.Info().Str("path", c.GUIDFile).Int64("guid", guid).Msg("created server GUID file")
 	}
 	if err := c.loadCookieSecret(uc.Network.CookieSecretFile, uc.dir, l); err != nil {
-		return Config{}, err
+		return Config{}, uc.withLines(err)
 	}
 	return c, nil
 }

@@ -43,7 +43,7 @@ func (srv *Server) listenMetrics() error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen for metrics: %w", err)
+		return &listenError{key: "metrics.address", addr: addr, err: err}
 	}
 	reg := srv.registry()
 	log := srv.log.With().Str("src", "metrics").Logger()
@@ -90,6 +90,7 @@ func (srv *Server) registry() *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		srv.Collector(),
+		buildInfoCollector(ReadBuildInfo()),
 	)
 	return reg
 }

@@ -27,9 +27,14 @@ func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
 			return nil, err
 		}
 	}
+	log := s.Log().Sample(t.srv.lifecycle)
 	if !t.srv.admit(s) {
-		s.Log().Debug().Int("max_players", t.srv.playerLimit()).Msg("server full; refusing login")
+		log.Info().Int("max_players", t.srv.playerLimit()).Msg("server full; login refused")
 		return nil, &session.DisconnectError{Reason: session.DisconnectReasonServerFull, Message: ServerFullMessage}
+	}
+	if e := log.Info(); e.Enabled() {
+		id, _ := s.Identity()
+		e.Str("xuid", id.XUID).Int32("protocol", id.Protocol).Int("players", t.srv.PlayerCount()).Msg("player joined")
 	}
 	return t.newHandler(s)
 }
