@@ -205,9 +205,11 @@ type ListenConfig struct {
 	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
-	// A header's bytes come on top of the client's datagram; MTU
-	// discovery, whose probes carry them too, settles on an MTU at which
-	// both fit. Without ProxyProtocol a header is no RakNet datagram and
+	// A header's bytes come on top of the client's datagram: a trusted
+	// proxy's datagrams may be up to 256 bytes over the 1492-byte limit
+	// everyone else is held to, so a full-size MTU probe with its header
+	// is read; what follows the header is held to 1492 bytes. Larger
+	// datagrams count in Oversize. Without ProxyProtocol a header is no RakNet datagram and
 	// is dropped, and the listener costs what it did before.
 	ProxyProtocol bool
 	// TrustedProxies are the networks whose datagrams may carry PROXY
@@ -253,7 +255,7 @@ type ListenerStats struct {
 	PerIPLimited     uint64 // handshakes refused for their IP's connections or rate
 	Amplification    uint64 // datagrams a handshake was not allowed to send (3× rule)
 	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
-	Oversize         uint64 // datagrams over the largest MTU
+	Oversize         uint64 // datagrams over the largest MTU (1492 bytes; from a trusted PROXY source 1748, header included)
 	QueryAnswered    uint64 // replies ListenConfig.Query sent
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
@@ -414,6 +416,9 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
+	if gate != nil {
+		l.ep.maxIn = maxReadIn // room for headers; see reader.unproxy
+	}
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
 	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
