@@ -213,7 +213,9 @@ type ListenConfig struct {
 	// is dropped, and the listener costs what it did before.
 	ProxyProtocol bool
 	// TrustedProxies are the networks whose datagrams may carry PROXY
-	// headers when ProxyProtocol is set; ignored otherwise. Anyone able
+	// headers when ProxyProtocol is set. With or without it, a per-IP
+	// refusal of one of their own addresses (a balancer whose players
+	// share its address) is explained in the log, once per 10 s. Anyone able
 	// to send from a trusted address can claim any client address, so
 	// list only the proxies' own addresses.
 	TrustedProxies []netip.Prefix
@@ -324,6 +326,9 @@ type Listener struct {
 	// refuse is counted here.
 	proxy                                   *proxyGate
 	proxyUntrusted, proxyNoFlow, proxyLocal atomic.Uint64
+	// proxyLimits explains per-IP refusals of a trusted proxy's own
+	// address; nil without TrustedProxies.
+	proxyLimits *proxyLimitLog
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -416,6 +421,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
+	l.proxyLimits = newProxyLimitLog(lc.TrustedProxies)
 	if gate != nil {
 		l.ep.maxIn = maxReadIn // room for headers; see reader.unproxy
 	}
@@ -553,6 +559,7 @@ func (l *Listener) established(c *Conn) {
 	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
 		l.refused.Add(1)
 		l.perIPLimited.Add(1)
+		l.perIPRefused(c.raddr.Addr(), time.Now())
 		c.abort(net.ErrClosed, true)
 		return
 	}

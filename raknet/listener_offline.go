@@ -199,6 +199,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	if proven && st.live == nil && l.ipFull(k.Addr()) {
 		l.mu.Unlock()
 		l.perIPLimited.Add(1)
+		l.perIPRefused(k.Addr(), now)
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.cfg.GUID}
 		r.out = reply.Append(r.out[:0])
 		return nil
@@ -207,6 +208,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	if proven && (d.action == r2Accept || d.action == r2Replace) && l.ipRate != nil && !l.ipRate.Allow(k.Addr(), now, 1) {
 		l.mu.Unlock()
 		l.perIPLimited.Add(1)
+		l.perIPRefused(k.Addr(), now)
 		return nil
 	}
 	switch d.action {
