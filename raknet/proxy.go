@@ -371,23 +371,23 @@ func (r *reader) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, n
 	// proxyReadRoom), and only for a header: what it carries is held
 	// to maxDatagramIn like any other datagram.
 	if len(b) > maxDatagramIn && !r.proxy.isTrusted(src.Addr()) {
-		l.ep.oversize.Add(1)
+		l.n.oversize.Add(1)
 		return nil, netip.AddrPort{}
 	}
 	b, from, v := r.proxy.unwrap(b, src, now)
 	if len(b) > maxDatagramIn {
-		l.ep.oversize.Add(1)
+		l.n.oversize.Add(1)
 		return nil, netip.AddrPort{}
 	}
 	switch v {
 	case proxyUntrusted:
-		l.proxyUntrusted.Add(1)
+		l.n.proxyUntrusted.Add(1)
 	case proxyNoFlow:
-		l.proxyNoFlow.Add(1)
+		l.n.proxyNoFlow.Add(1)
 	case proxyLocal:
-		l.proxyLocal.Add(1)
+		l.n.proxyLocal.Add(1)
 	case proxyMalformed:
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 	}
 	return b, from
 }

@@ -33,6 +33,10 @@ const (
 	// (131), 190 in all. What follows the header is still held to
 	// maxDatagramIn.
 	proxyReadRoom = 256
+	// maxReadIn is the largest datagram any endpoint reads: maxDatagramIn
+	// and room for a PROXY header in front, taken only from trusted
+	// proxies (see endpoint.maxIn and reader.unproxy).
+	maxReadIn = maxDatagramIn + proxyReadRoom
 )
 
 // Errors of parseProxyV1Header, values so that refusing allocates nothing.

@@ -19,6 +19,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
@@ -269,6 +270,37 @@ type Config struct {
 	// per Server. False (the zero value) leaves batches unencrypted;
 	// config.toml's network.encryption defaults to true.
 	Encryption bool
+
+	// AuthenticationDisabled turns online mode off: Logins are read but
+	// not verified, so anyone can join under any name or XUID, as bots,
+	// tests and proxies that authenticate players themselves need. False
+	// (the zero value) verifies every player's Xbox Live sign-in with
+	// package auth, refusing the rest with auth.NotSignedInMessage.
+	AuthenticationDisabled bool
+	// Auth configures online mode's verifier: the endpoints of the
+	// Minecraft authentication service, the legacy chain's root keys.
+	// Its zero value is the real service; a nil Auth.Log means Log.
+	Auth auth.Config
+	// Allowlist admits only the players the allowlist lists (see
+	// AllowlistEntry); false (the zero value) admits everyone not banned.
+	// Server.SetAllowlist changes it while the server runs.
+	Allowlist bool
+	// AllowlistFile is the allowlist's file, in BDS's allowlist.json
+	// format, read at Listen (created holding [] if missing), reloaded
+	// when it changes and written when the list is changed through the
+	// Server; "" keeps the list in memory.
+	AllowlistFile string
+	// AllowlistEntries is the allowlist when AllowlistFile is "".
+	AllowlistEntries []AllowlistEntry
+	// BansFile is the ban list's file, a JSON array of Ban, handled as
+	// AllowlistFile is; "" keeps the list in memory.
+	BansFile string
+	// Bans is the ban list when BansFile is "".
+	Bans []Ban
+	// AccessPollInterval is how often AllowlistFile and BansFile are
+	// checked for changes; 0 means DefaultAccessPollInterval, negative
+	// never.
+	AccessPollInterval time.Duration
 
 	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
 	// If AddressV4 and AddressV6 are both empty, New uses "0.0.0.0:19132"

@@ -19,6 +19,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/df-mc/atomic"
 	"github.com/rs/zerolog"
 )
@@ -94,6 +95,13 @@ type Server struct {
 
 	sessionCounts sessionCounts
 	metrics       *metricsServer // guarded by mu; nil unless serving metrics
+
+	// verifier checks Logins in online mode; nil in offline mode.
+	verifier *auth.Verifier
+	// access is the allowlist and ban list; accessDone stops their
+	// file watcher.
+	access     access
+	accessDone chan struct{}
 }
 
 // entry is what the registry keeps per session.
@@ -151,7 +159,10 @@ func (c Config) New() *Server {
 		sessions:   make(map[*session.Session]*entry),
 		statusKick: make(chan struct{}, 1),
 		statusDone: make(chan struct{}),
+		accessDone: make(chan struct{}),
+		verifier:   newVerifier(c),
 	}
+	srv.initAccess()
 	srv.maxPlayers.Store(int64(c.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.Gate(c.DisconnectMessage)
@@ -204,6 +215,9 @@ func (srv *Server) Listen() error {
 	if _, err := srv.base.Encode(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := srv.loadAccess(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	if err := srv.listenMetrics(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -248,6 +262,7 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
 	}
+	srv.startAccess()
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
 	if len(srv.lan) > 0 {
@@ -366,6 +381,7 @@ func (srv *Server) serve(c *raknet.Conn) {
 		ServerKey:         srv.key,
 		Log:               srv.conf.Log,
 		LoginTimeout:      srv.conf.LoginTimeout,
+		VerifyLogin:       srv.verifyLogin,
 	})
 	srv.mu.Lock()
 	if srv.closing {
@@ -493,12 +509,14 @@ func (srv *Server) shutdown() {
 	srv.mu.Lock()
 	srv.closing = true
 	close(srv.statusDone)
+	close(srv.accessDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
 	defer srv.stopMetrics()
+	defer srv.stopVerifier()
 	if len(listeners) == 0 {
 		return
 	}
