@@ -88,6 +88,7 @@ type UserConfig struct {
 		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
+		ShutdownGrace     string `toml:"shutdown_grace" comment:"On Ctrl-C or SIGTERM, how long to drain before closing, as a Go duration (at most 5m): /readyz on the metrics address answers 503 so that balancers and orchestrators send new players elsewhere, players logging in are told the server is restarting, and the players in are told too and keep playing until it ends. \"0s\" closes at once. A second signal ends it."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
 		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
@@ -132,20 +133,26 @@ const (
 // newLobby makes the lobby of HandlerLobby and returns its NewHandler and
 // the OnShutdown that closes it before the sessions are disconnected, after
 // calling c.OnShutdown if set: the lobby then disconnects its players with
-// the shutdown message and announces no departures.
-func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string)) {
+// the shutdown message and announces no departures; and the OnDrain that
+// says the restart message in the lobby's chat, after c.OnDrain if set.
+func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string), func(string)) {
 	lby := lobby.New(lobby.Config{
 		Greeting:  c.Greeting,
 		WorldName: c.LevelName,
 		Log:       c.Log,
 	})
-	next := c.OnShutdown
+	next, nextDrain := c.OnShutdown, c.OnDrain
 	return lby.NewHandler, func(msg string) {
-		if next != nil {
-			next(msg)
+			if next != nil {
+				next(msg)
+			}
+			lby.Shutdown(msg)
+		}, func(msg string) {
+			if nextDrain != nil {
+				nextDrain(msg)
+			}
+			lby.Announce(msg)
 		}
-		lby.Shutdown(msg)
-	}
 }
 
 // DefaultUserConfig returns the configuration config.toml holds when first
@@ -170,6 +177,7 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
+	uc.Server.ShutdownGrace = "0s"
 	uc.Server.Handler = string(HandlerGate)
 	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = "server_guid"
@@ -383,6 +391,18 @@ type Config struct {
 	// handler's shared state (the lobby, say) can close first, so its
 	// players are not told one by one that the others left.
 	OnShutdown func(message string)
+	// ShutdownGrace is how long Run, once its context ends, drains
+	// before it closes (see Server.Drain): not ready, refusing new
+	// logins with RestartMessage, the players in told. 0 (the zero value)
+	// closes at once; at most 5 minutes.
+	ShutdownGrace time.Duration
+	// RestartMessage is what players are told when the server starts
+	// draining, and what refuses those who log in after; empty means
+	// DefaultRestartMessage.
+	RestartMessage string
+	// OnDrain, if set, is called once when Drain begins, with
+	// RestartMessage, to tell the players in (the lobby says it in chat).
+	OnDrain func(message string)
 	// GUIDFile is the resolved path of the GUID file.
 	GUIDFile string
 	// GUID is the stable, non-negative server GUID read from (or first
@@ -592,6 +612,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	// Checked by Validate.
 	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
 	c.LoginTimeout, _ = time.ParseDuration(uc.Server.LoginTimeout)
+	c.ShutdownGrace, _ = time.ParseDuration(uc.Server.ShutdownGrace)
 	c.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms

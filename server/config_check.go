@@ -103,6 +103,11 @@ func (uc UserConfig) Validate() error {
 		add("server.guid_file", "is empty")
 	}
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	if d, err := time.ParseDuration(s.ShutdownGrace); err != nil {
+		add("server.shutdown_grace", "%q is not a duration like \"10s\"", s.ShutdownGrace)
+	} else if d < 0 || d > maxShutdownGrace {
+		add("server.shutdown_grace", "%v is outside 0s-%v", d, maxShutdownGrace)
+	}
 	errs = append(errs, uc.checkMOTD()...)
 
 	// [log]

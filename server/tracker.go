@@ -15,6 +15,9 @@ type tracker struct {
 // NewHandler admits s as a player, or refuses it when the server is full,
 // and otherwise returns what the wrapped NewHandler does.
 func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
+	if err := t.srv.refuseDraining(s); err != nil {
+		return nil, err
+	}
 	if !t.srv.admit(s) {
 		s.Log().Debug().Int("max_players", t.srv.playerLimit()).Msg("server full; refusing login")
 		return nil, &session.DisconnectError{Reason: session.DisconnectReasonServerFull, Message: ServerFullMessage}
