@@ -75,7 +75,7 @@ type UserConfig struct {
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client. Without proxy_protocol, a per-IP refusal of one of these addresses (a balancer whose players share it) is explained in the log."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
-		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). The server runs in offline mode either way: the Login is read but not checked against Xbox Live."`
+		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
 	} `toml:"network"`
 	Server struct {
 		Name              string `toml:"name" comment:"First MOTD line: the server name shown in the server list. Minecraft colour codes (§) are allowed; ';', '\\' and control characters are not."`
@@ -93,6 +93,12 @@ type UserConfig struct {
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
 		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
 		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
+		OnlineMode        bool   `toml:"online_mode" comment:"Verify every player's Xbox Live sign-in with the Minecraft authentication service, as BDS's online-mode does: a player who is not signed in is told \"You must be signed in to Xbox Live to join.\" The keys are fetched in the background; until they are, players are told the server cannot verify sign-ins right now. false trusts whatever name and XUID a client claims: only for bots, tests, and proxies that verify players themselves."`
+		AuthDiscoveryURL  string `toml:"auth_discovery_url" comment:"Discovery document of the Minecraft services, which names the issuer of the tokens online mode verifies."`
+		AuthIssuer        string `toml:"auth_issuer" comment:"Token issuer whose keys are fetched when discovery fails. Empty means none."`
+		Allowlist         bool   `toml:"allowlist" comment:"Admit only the players allowlist_file lists. Names and XUIDs are proven only in online mode."`
+		AllowlistFile     string `toml:"allowlist_file" comment:"The allowlist, in BDS's allowlist.json format ([{\"name\": \"Steve\", \"xuid\": \"…\"}]), created empty if missing and reloaded when it changes, on SIGHUP and on the console's reload. A relative path is relative to this file's directory."`
+		BansFile          string `toml:"bans_file" comment:"The ban list: a JSON array of {\"xuid\", \"name\" or \"ip\" (an address or CIDR prefix), \"reason\", \"expires\" (RFC 3339)}, created empty if missing and reloaded as allowlist_file is. A banned player online is disconnected with the reason."`
 	} `toml:"server"`
 	Log struct {
 		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
@@ -182,6 +188,11 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = "server_guid"
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
+	uc.Server.OnlineMode = true
+	uc.Server.AuthDiscoveryURL = auth.DefaultDiscoveryURL
+	uc.Server.AuthIssuer = auth.DefaultIssuer
+	uc.Server.AllowlistFile = "allowlist.json"
+	uc.Server.BansFile = "bans.json"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
@@ -623,6 +634,13 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if !filepath.IsAbs(c.GUIDFile) {
 		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
 	}
+	c.AuthenticationDisabled = !uc.Server.OnlineMode
+	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
+	if c.Auth.Issuer == "" {
+		c.Auth.Issuer = "-" // none, in auth.Config's terms
+	}
+	c.Allowlist = uc.Server.Allowlist
+	c.AllowlistFile, c.BansFile = uc.resolve(uc.Server.AllowlistFile), uc.resolve(uc.Server.BansFile)
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
@@ -636,6 +654,15 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// resolve returns path relative to the config file's directory, unless it
+// is absolute.
+func (uc UserConfig) resolve(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(uc.dir, path)
 }
 
 // LoadOrCreateGUID returns the server GUID kept in the file at path, a

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,6 +108,20 @@ func (uc UserConfig) Validate() error {
 		add("server.shutdown_grace", "%q is not a duration like \"10s\"", s.ShutdownGrace)
 	} else if d < 0 || d > maxShutdownGrace {
 		add("server.shutdown_grace", "%v is outside 0s-%v", d, maxShutdownGrace)
+	}
+	if s.OnlineMode {
+		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("server.auth_discovery_url", "%q is not an http(s) URL", s.AuthDiscoveryURL)
+		}
+		if u, err := url.Parse(s.AuthIssuer); s.AuthIssuer != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			add("server.auth_issuer", "%q is not an http(s) URL (empty means none)", s.AuthIssuer)
+		}
+	}
+	if s.AllowlistFile == "" {
+		add("server.allowlist_file", "is empty")
+	}
+	if s.BansFile == "" {
+		add("server.bans_file", "is empty")
 	}
 	errs = append(errs, uc.checkMOTD()...)
 

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/rs/zerolog"
 )
@@ -242,6 +243,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"bad shutdown grace", "[server]\nshutdown_grace = \"soon\"\n", "server.shutdown_grace", "soon"},
 		{"negative shutdown grace", "[server]\nshutdown_grace = \"-1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
 		{"shutdown grace too long", "[server]\nshutdown_grace = \"5m1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
+		{"discovery URL not a URL", "[server]\nauth_discovery_url = \"ftp://x\"\n", "server.auth_discovery_url", "ftp://x"},
+		{"issuer not a URL", "[server]\nauth_issuer = \"issuer\"\n", "server.auth_issuer", "issuer"},
+		{"empty allowlist file", "[server]\nallowlist_file = \"\"\n", "server.allowlist_file", "empty"},
+		{"empty bans file", "[server]\nbans_file = \"\"\n", "server.bans_file", "empty"},
 		{"negative connections per IP", "[raknet]\nmax_connections_per_ip = -1\n", "raknet.max_connections_per_ip", "0 means no limit"},
 		{"memory budget too small", "[raknet]\nmemory_budget = 4194303\n", "raknet.memory_budget", "4 MiB"},
 		{"memory budget too large", "[raknet]\nmemory_budget = 68719476737\n", "raknet.memory_budget", "64 GiB"},
@@ -366,6 +371,9 @@ func TestConfig(t *testing.T) {
 		RakNetProtocols:     []byte{11, 10},
 		MaxConnectionsPerIP: 16,
 		MemoryBudget:        128 << 20,
+		Auth:                auth.Config{DiscoveryURL: auth.DefaultDiscoveryURL, Issuer: auth.DefaultIssuer},
+		AllowlistFile:       filepath.Join(dir, "allowlist.json"),
+		BansFile:            filepath.Join(dir, "bans.json"),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)

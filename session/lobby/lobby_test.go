@@ -3,12 +3,12 @@ package lobby
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/packets/packetstest"
 	"github.com/sandertv/gophertunnel/minecraft"
@@ -409,7 +409,7 @@ func TestListMessage(t *testing.T) {
 // TestNoLeaks checks that a lobby whose players have all gone keeps no
 // goroutine or timer running and forgets them.
 func TestNoLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
+	leaktest.Check(t, leaktest.Module, "github.com/sandertv/")
 	w := New(Config{})
 	var wg sync.WaitGroup
 	network := packetstest.Network{Accept: func(conn *packetstest.End) {
@@ -431,13 +431,5 @@ func TestNoLeaks(t *testing.T) {
 	w.mu.Unlock()
 	if n != 0 {
 		t.Errorf("lobby still holds %d players", n)
-	}
-	deadline := time.Now().Add(wait)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := runtime.NumGoroutine(); got > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("got %d goroutines, want %d:\n%s", got, before, buf[:runtime.Stack(buf, true)])
 	}
 }
