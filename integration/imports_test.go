@@ -9,15 +9,16 @@ import (
 // TestImportDirection enforces the layering of DESIGN.md, directly or
 // through other packages:
 //   - imports of Basalt's own packages point one way, main → server →
-//     {session/lobby → session/packets → session, motd, raknet}, and each
+//     {session/lobby → session/join → session/packets → session, motd,
+//     raknet}, and each
 //     package lists exactly which of ours it may reach;
 //   - raknet's internals use the standard library only, but for guard's
 //     SipHash; session and raknet use only their few listed libraries;
 //   - nothing that ships reaches the test-only packages: the simulated
 //     network, packetstest, authtest, integration/... (leaktest among them),
 //     scripts/..., go-raknet, or any of gophertunnel but its packet
-//     structures (protocol, nbt), which serve the typed-packet adapter and
-//     the lobby.
+//     structures (protocol, nbt), which serve the typed-packet adapter, the
+//     join and the lobby.
 //
 // Packages above session may use other libraries (the server's TOML and
 // Prometheus, the adapter's gophertunnel); those are chosen in go.mod.
@@ -44,7 +45,8 @@ func TestImportDirection(t *testing.T) {
 		{"session", nil, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
 		{"session/auth", []string{"session"}, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress", "github.com/coreos/go-oidc/", "github.com/go-jose/", "golang.org/x/oauth2"}},
 		{"session/packets", []string{"session"}, anyLib},
-		{"session/lobby", []string{"session", "session/packets"}, anyLib},
+		{"session/join", []string{"session", "session/packets"}, anyLib},
+		{"session/lobby", []string{"session", "session/packets", "session/join"}, anyLib},
 		{"server", []string{"server/...", "session/...", "motd", "raknet/..."}, anyLib},
 		{"", []string{"server/...", "session/...", "motd", "raknet/..."}, anyLib},
 		{"integration/leaktest", nil, nil},

@@ -85,7 +85,7 @@ type UserConfig struct {
 		MaxPlayers        int    `toml:"max_players" comment:"Most players online at once (at least 1)."`
 		Version           string `toml:"version" comment:"Game version advertised in the MOTD, in network form (\"1.26.50\")."`
 		Protocol          int    `toml:"protocol" comment:"Network protocol advertised in the MOTD. Must be in accepted_protocols."`
-		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak."`
+		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak: any of those this build knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66)."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
 		ShutdownGrace     string `toml:"shutdown_grace" comment:"On Ctrl-C or SIGTERM, how long to drain before closing, as a Go duration (at most 5m): /readyz on the metrics address answers 503 so that balancers and orchestrators send new players elsewhere, players logging in are told the server is restarting, and the players in are told too and keep playing until it ends. \"0s\" closes at once. A second signal ends it."`
@@ -180,7 +180,10 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.MaxPlayers = 20
 	uc.Server.Version = session.CurrentVersion
 	uc.Server.Protocol = int(session.CurrentProtocol)
-	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.AcceptedProtocols = nil
+	for _, p := range session.KnownProtocols() {
+		uc.Server.AcceptedProtocols = append(uc.Server.AcceptedProtocols, int(p))
+	}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.ShutdownGrace = "0s"
@@ -377,14 +380,14 @@ type Config struct {
 	// StatusInterval is how often StatusProvider is asked, besides after
 	// each join and leave; 0 or less means DefaultStatusInterval.
 	StatusInterval time.Duration
-	// Version is the advertised game version; empty means
-	// session.CurrentVersion.
+	// Version is the advertised game version; empty means the version of
+	// Protocol.
 	Version string
-	// Protocol is the advertised network protocol; 0 means
-	// session.CurrentProtocol.
+	// Protocol is the advertised network protocol; 0 means the newest
+	// of AcceptedProtocols.
 	Protocol int32
-	// AcceptedProtocols lists the network protocols clients may use; empty
-	// means Protocol alone.
+	// AcceptedProtocols lists the network protocols clients may use, each
+	// one this build knows (session.Protocols); empty means all of them.
 	AcceptedProtocols []int32
 	// DisconnectMessage is shown by the default handler, with
 	// session.PlayerPlaceholder replaced by the player's name; empty means

@@ -86,6 +86,8 @@ func (uc UserConfig) Validate() error {
 	for i, p := range s.AcceptedProtocols {
 		if err := checkProtocol(p); err != nil {
 			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v", err)
+		} else if _, ok := session.LookupProtocol(int32(p)); !ok {
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%d is not a protocol this build speaks %v", p, session.KnownProtocols())
 		}
 	}
 	if len(s.AcceptedProtocols) > 0 && !slices.Contains(s.AcceptedProtocols, s.Protocol) {

@@ -129,7 +129,7 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 }
 
 func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
-	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [800, 2193]\n\n[raknet]\ntimeout = \"30s\"\n")
+	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [2193]\nprotocol = 2193\n\n[raknet]\ntimeout = \"30s\"\n")
 	uc, err := LoadConfig(path)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
@@ -137,7 +137,8 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	want := DefaultUserConfig()
 	want.dir = filepath.Dir(path)
 	want.Server.MaxPlayers = 5
-	want.Server.AcceptedProtocols = []int{800, 2193}
+	want.Server.AcceptedProtocols = []int{2193}
+	want.Server.Protocol = 2193
 	want.RakNet.Timeout = "30s"
 	if !reflect.DeepEqual(uc, want) {
 		t.Errorf("got %+v, want %+v", uc, want)
@@ -209,6 +210,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"protocol not accepted", "[server]\nprotocol = 800\n", "server.protocol", "accepted_protocols"},
 		{"no accepted protocols", "[server]\naccepted_protocols = []\n", "server.accepted_protocols", "empty"},
 		{"protocol too big", "[server]\naccepted_protocols = [2193, 4294967296]\n", "server.accepted_protocols[1]", ""},
+		{"protocol unknown to the build", "[server]\naccepted_protocols = [2193, 2259]\n", "server.accepted_protocols[1]", "2259 is not a protocol this build speaks"},
 		{"unknown placeholder", "[server]\ndisconnect_message = \"Bye {name}\"\n", "server.disconnect_message", "{name}"},
 		{"empty GUID file", "[server]\nguid_file = \"\"\n", "server.guid_file", ""},
 		{"semicolon in name", "[server]\nname = \"a;b\"\n", "server.name", "';'"},
@@ -354,9 +356,9 @@ func TestConfig(t *testing.T) {
 		Edition:             motd.EditionBedrock,
 		GameMode:            "Survival",
 		MaxPlayers:          20,
-		Version:             "1.26.50",
-		Protocol:            2193,
-		AcceptedProtocols:   []int32{2193},
+		Version:             "1.26.60",
+		Protocol:            2225,
+		AcceptedProtocols:   []int32{2193, 2225},
 		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
 		ShutdownMessage:     "Server closed.",
 		Handler:             HandlerGate,

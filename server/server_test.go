@@ -42,7 +42,7 @@ func TestNewDefaults(t *testing.T) {
 		{"MaxPlayers", c.MaxPlayers, 20},
 		{"Version", c.Version, session.CurrentVersion},
 		{"Protocol", c.Protocol, session.CurrentProtocol},
-		{"AcceptedProtocols", c.AcceptedProtocols, []int32{session.CurrentProtocol}},
+		{"AcceptedProtocols", c.AcceptedProtocols, session.KnownProtocols()},
 		{"ShutdownMessage", c.ShutdownMessage, DefaultShutdownMessage},
 		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"MaxConnections", c.MaxConnections, 24},

@@ -334,7 +334,7 @@ func newHolder(*Session) (Handler, error) { return holder{}, nil }
 // NetworkSettings answer, after which both sides compress.
 func (c *fakeConn) negotiate(t *testing.T) {
 	t.Helper()
-	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
+	c.send(binary.BigEndian.AppendUint32(unhex(t, "fe 06 c1 01"), uint32(CurrentProtocol)))
 	if pks := clientDecode(t, c.next(t), false); len(pks) != 1 || pks[0].ID != IDNetworkSettings {
 		t.Fatalf("got %+v, want NetworkSettings", pks)
 	}

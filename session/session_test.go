@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/integration/leaktest"
+	"github.com/rs/zerolog"
 )
 
 // recordingHandler wraps a Handler and counts its calls.
@@ -77,7 +78,7 @@ func TestGateFlow(t *testing.T) {
 	leaktest.Check(t)
 	s, c, done := start(t, context.Background(), Config{NewHandler: Gate("Bye {player}, come back {player}!")})
 
-	c.send(unhex(t, "fe 06 c1 01 00 00 08 91")) // RequestNetworkSettings(2193)
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 b1")) // RequestNetworkSettings(2225)
 	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 00 02 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
 		t.Fatalf("NetworkSettings: got % x, want % x", got, want)
 	}
@@ -276,7 +277,10 @@ func TestProtocolMismatch(t *testing.T) {
 		want     string
 	}{
 		{"older client", nil, "00 00 08 79", "fe 05 02 00 00 00 01"},
-		{"newer client", nil, "00 00 08 92", "fe 05 02 00 00 00 02"},
+		// Each side of the known range, 2193 to 2225.
+		{"just older than known", nil, "00 00 08 90", "fe 05 02 00 00 00 01"},
+		{"just newer than known", nil, "00 00 08 b2", "fe 05 02 00 00 00 02"},
+		{"newer than accepted", []int32{2193}, "00 00 08 b1", "fe 05 02 00 00 00 02"},
 		{"between accepted", []int32{2169, 2193}, "00 00 08 80", "fe 05 02 00 00 00 01"},
 		{"older than all accepted", []int32{2169, 2193}, "00 00 03 e8", "fe 05 02 00 00 00 01"},
 	}
@@ -341,7 +345,7 @@ func TestAcceptsListedProtocol(t *testing.T) {
 
 func TestPreLoginProtocolErrors(t *testing.T) {
 	leaktest.Check(t)
-	rns := unhex(t, "fe 06 c1 01 00 00 08 91")
+	rns := unhex(t, "fe 06 c1 01 00 00 08 b1")
 	login := clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)})
 	tests := []struct {
 		name       string
@@ -1175,5 +1179,65 @@ func TestSessionPromote(t *testing.T) {
 				t.Errorf("got %d promotions, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProtocolRefusalLog checks that a refused protocol is logged at info
+// with the client's protocol and address, and that the lines are limited.
+func TestProtocolRefusalLog(t *testing.T) {
+	// Other tests' refusals count against the same process-wide limit.
+	protocolRefusals.mu.Lock()
+	protocolRefusals.start, protocolRefusals.n = time.Now(), 0
+	protocolRefusals.mu.Unlock()
+	var out bytes.Buffer
+	log := zerolog.New(&out).Level(zerolog.InfoLevel)
+	_, c, done := start(t, context.Background(), Config{Log: &log})
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
+	c.next(t)
+	c.waitClosed(t)
+	_ = wait(t, done)
+	for _, want := range []string{`"raddr":`, `"protocol":2169`, `"status":"LoginFailed_ClientOld"`, `"message":"refused client protocol"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLogLimiter(t *testing.T) {
+	l := logLimiter{burst: 2, interval: time.Second}
+	t0 := time.Unix(1000, 0)
+	for i := range 2 {
+		if ok, n := l.allow(t0); !ok || n != 0 {
+			t.Fatalf("line %d: got %v, %d suppressed; want through, 0", i, ok, n)
+		}
+	}
+	for range 3 {
+		if ok, _ := l.allow(t0.Add(999 * time.Millisecond)); ok {
+			t.Fatal("line past the burst let through")
+		}
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 3 {
+		t.Errorf("next interval: got %v, %d suppressed; want through, 3", ok, n)
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 0 {
+		t.Errorf("second line: got %v, %d suppressed; want through, 0", ok, n)
+	}
+}
+
+// TestKnownProtocolsAccepted checks that a session with the default
+// configuration lets in every protocol this build knows, and records it.
+func TestKnownProtocolsAccepted(t *testing.T) {
+	leaktest.Check(t)
+	for _, v := range Protocols() {
+		s, c, done := start(t, context.Background(), Config{})
+		c.send(append(unhex(t, "fe 06 c1 01"), byte(v.Protocol>>24), byte(v.Protocol>>16), byte(v.Protocol>>8), byte(v.Protocol)))
+		if got := c.next(t); len(got) < 3 || got[2] != byte(IDNetworkSettings) {
+			t.Errorf("protocol %d: got % x, want NetworkSettings", v.Protocol, got)
+		}
+		if s.Protocol() != v.Protocol || s.Version() != v {
+			t.Errorf("protocol %d: session records %d, %+v", v.Protocol, s.Protocol(), s.Version())
+		}
+		_ = s.Close()
+		_ = wait(t, done)
 	}
 }
