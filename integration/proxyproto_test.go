@@ -18,7 +18,7 @@ import (
 // The PROXY protocol tests put a forwarder in front of our listener, as a
 // tunnel (playit.gg, frp) or a filter is: clients send to the
 // forwarder, which gives each its own upstream socket and prepends a
-// PROXY v2 header, written by go-proxyproto, naming the client. All of it
+// PROXY header (v2, or v1 as nginx writes it), by go-proxyproto, naming the client. All of it
 // is UDP on the loopback. The listener trusts the forwarder's upstream
 // address only.
 
