@@ -52,6 +52,7 @@ func (srv *Server) listenMetrics() error {
 		ErrorLog: promLogger{log}, Registry: reg,
 	}))
 	srv.healthRoutes(mux)
+	srv.statusRoutes(mux)
 	if srv.conf.MetricsPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
