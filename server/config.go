@@ -72,7 +72,7 @@ type UserConfig struct {
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
 		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
-		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
+		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client. Without proxy_protocol, a per-IP refusal of one of these addresses (a balancer whose players share it) is explained in the log."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
 		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
@@ -88,6 +88,7 @@ type UserConfig struct {
 		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak: any of those this build knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66)."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
+		ShutdownGrace     string `toml:"shutdown_grace" comment:"On Ctrl-C or SIGTERM, how long to drain before closing, as a Go duration (at most 5m): /readyz on the metrics address answers 503 so that balancers and orchestrators send new players elsewhere, players logging in are told the server is restarting, and the players in are told too and keep playing until it ends. \"0s\" closes at once. A second signal ends it."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
 		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. Empty means this file's name with .guid for its extension (config.toml keeps its GUID in config.guid), so that configurations side by side in one directory have GUIDs of their own. A relative path is relative to this file's directory. Servers behind one load balancer share one GUID: give them the same file's contents."`
@@ -147,20 +148,26 @@ const (
 // newLobby makes the lobby of HandlerLobby and returns its NewHandler and
 // the OnShutdown that closes it before the sessions are disconnected, after
 // calling c.OnShutdown if set: the lobby then disconnects its players with
-// the shutdown message and announces no departures.
-func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string)) {
+// the shutdown message and announces no departures; and the OnDrain that
+// says the restart message in the lobby's chat, after c.OnDrain if set.
+func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string), func(string)) {
 	lby := lobby.New(lobby.Config{
 		Greeting:  c.Greeting,
 		WorldName: c.LevelName,
 		Log:       c.Log,
 	})
-	next := c.OnShutdown
+	next, nextDrain := c.OnShutdown, c.OnDrain
 	return lby.NewHandler, func(msg string) {
-		if next != nil {
-			next(msg)
+			if next != nil {
+				next(msg)
+			}
+			lby.Shutdown(msg)
+		}, func(msg string) {
+			if nextDrain != nil {
+				nextDrain(msg)
+			}
+			lby.Announce(msg)
 		}
-		lby.Shutdown(msg)
-	}
 }
 
 // DefaultUserConfig returns the configuration config.toml holds when first
@@ -188,6 +195,7 @@ func DefaultUserConfig() UserConfig {
 	}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
+	uc.Server.ShutdownGrace = "0s"
 	uc.Server.Handler = string(HandlerGate)
 	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = ""
@@ -409,6 +417,18 @@ type Config struct {
 	// handler's shared state (the lobby, say) can close first, so its
 	// players are not told one by one that the others left.
 	OnShutdown func(message string)
+	// ShutdownGrace is how long Run, once its context ends, drains
+	// before it closes (see Server.Drain): not ready, refusing new
+	// logins with RestartMessage, the players in told. 0 (the zero value)
+	// closes at once; at most 5 minutes.
+	ShutdownGrace time.Duration
+	// RestartMessage is what players are told when the server starts
+	// draining, and what refuses those who log in after; empty means
+	// DefaultRestartMessage.
+	RestartMessage string
+	// OnDrain, if set, is called once when Drain begins, with
+	// RestartMessage, to tell the players in (the lobby says it in chat).
+	OnDrain func(message string)
 	// GUIDFile is the resolved path of the GUID file.
 	GUIDFile string
 	// GUID is the stable, non-negative server GUID read from (or first
@@ -624,6 +644,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	// Checked by Validate.
 	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
 	c.LoginTimeout, _ = time.ParseDuration(uc.Server.LoginTimeout)
+	c.ShutdownGrace, _ = time.ParseDuration(uc.Server.ShutdownGrace)
 	c.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms

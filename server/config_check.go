@@ -98,6 +98,11 @@ func (uc UserConfig) Validate() error {
 		add("server.greeting", "%v", err)
 	}
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	if d, err := time.ParseDuration(s.ShutdownGrace); err != nil {
+		add("server.shutdown_grace", "%q is not a duration like \"10s\"", s.ShutdownGrace)
+	} else if d < 0 || d > maxShutdownGrace {
+		add("server.shutdown_grace", "%v is outside 0s-%v", d, maxShutdownGrace)
+	}
 	if s.OnlineMode {
 		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			add("server.auth_discovery_url", "%q is not an http(s) URL", s.AuthDiscoveryURL)

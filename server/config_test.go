@@ -248,6 +248,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
 		{"zero login timeout", "[server]\nlogin_timeout = \"0s\"\n", "server.login_timeout", "more than 0"},
 		{"login timeout too long", "[server]\nlogin_timeout = \"2m\"\n", "server.login_timeout", "longer than 1m0s"},
+		{"bad shutdown grace", "[server]\nshutdown_grace = \"soon\"\n", "server.shutdown_grace", "soon"},
+		{"negative shutdown grace", "[server]\nshutdown_grace = \"-1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
+		{"shutdown grace too long", "[server]\nshutdown_grace = \"5m1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
 		{"discovery URL not a URL", "[server]\nauth_discovery_url = \"ftp://x\"\n", "server.auth_discovery_url", "ftp://x"},
 		{"issuer not a URL", "[server]\nauth_issuer = \"issuer\"\n", "server.auth_issuer", "issuer"},
 		{"empty allowlist file", "[server]\nallowlist_file = \"\"\n", "server.allowlist_file", "empty"},
@@ -459,6 +462,11 @@ func TestConfigConversions(t *testing.T) {
 		}},
 		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c Config) {
 			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"shutdown grace", func(uc *UserConfig) { uc.Server.ShutdownGrace = "5m" }, func(t *testing.T, c Config) {
+			if got, want := c.ShutdownGrace, 5*time.Minute; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},

@@ -51,6 +51,7 @@ func (srv *Server) listenMetrics() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: promLogger{log}, Registry: reg,
 	}))
+	srv.healthRoutes(mux)
 	srv.statusRoutes(mux)
 	if srv.conf.MetricsPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -90,6 +90,7 @@ type Server struct {
 	mu        sync.Mutex
 	listening bool
 	closing   bool
+	draining  atomic.Bool // Drain has begun; see health.go
 	started   time.Time
 	v4, v6    *raknet.Listener   // game listeners, nil when disabled
 	lan       []*raknet.Listener // LAN discovery listeners opened
@@ -152,12 +153,14 @@ func (c Config) New() *Server {
 	c.Version = cmp(c.Version, session.CurrentVersion)
 	c.Handler = cmp(c.Handler, HandlerGate)
 	if c.NewHandler == nil && c.Handler == HandlerLobby {
-		c.NewHandler, c.OnShutdown = c.newLobby()
+		c.NewHandler, c.OnShutdown, c.OnDrain = c.newLobby()
 	}
 	if c.StatusInterval <= 0 {
 		c.StatusInterval = DefaultStatusInterval
 	}
 	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
+	c.RestartMessage = cmp(c.RestartMessage, DefaultRestartMessage)
+	c.ShutdownGrace = min(max(c.ShutdownGrace, 0), maxShutdownGrace)
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -356,7 +359,8 @@ func (srv *Server) listeners() []*raknet.Listener {
 }
 
 // Run listens (unless Listen was called already), serves until ctx ends,
-// then shuts down with Close and returns nil. It returns the error of
+// then drains for Config.ShutdownGrace (see Drain) and shuts down with
+// Close, and returns nil. It returns the error of
 // Listen if the server cannot start.
 func (srv *Server) Run(ctx context.Context) error {
 	srv.mu.Lock()
@@ -368,6 +372,7 @@ func (srv *Server) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
+	srv.Drain(context.Background(), srv.conf.ShutdownGrace)
 	return srv.Close()
 }
 

@@ -19,6 +19,9 @@ type tracker struct {
 // NewHandler admits s as a player, or refuses it when the server is full,
 // and otherwise returns what the wrapped NewHandler does.
 func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
+	if err := t.srv.refuseDraining(s); err != nil {
+		return nil, err
+	}
 	// The lists were checked at Login; a ban or allowlist change made
 	// since then, before the session showed up as a player, is caught
 	// here.
