@@ -75,7 +75,7 @@ type writeQueue struct {
 
 // readSlot is the size of a received datagram's buffer: one byte more than
 // the largest taken, so a datagram that fills it was larger.
-const readSlot = maxDatagramIn + 1
+const readSlot = maxReadIn + 1
 
 // newBatchIO returns batched I/O for udp of size datagrams per call, or
 // nil if its socket is not one recvmmsg can serve (a family other than
@@ -208,6 +208,12 @@ func portOf(p uint16) uint16 {
 // setPort writes a port in network byte order into a socket address.
 func setPort(dst *uint16, port uint16) {
 	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(dst))[:], port)
+}
+
+// room returns the free slots of the queue writers add to.
+func (b *batchIO) room() int {
+	q := &b.q[b.active]
+	return len(q.msgs) - q.n
 }
 
 // full reports whether the queue writers add to has no free slot.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
 // testReaders holds the reader each open listener's handle uses
@@ -43,7 +45,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 // the client that sent it; under -race, the readers must share no scratch
 // state (reply buffer, refusal summary, flows).
 func TestListenerSocketsQueryProxyRace(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	const clients, proxies, rounds = 12, 6, 40
 	hook := func(dst, req []byte, from netip.AddrPort, _ time.Time) ([]byte, error) {
 		// Long enough that two readers writing one buffer at once are

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/basaltmc/basalt/session"
@@ -67,9 +68,19 @@ func TestCodecMatchesGophertunnel(t *testing.T) {
 	}
 }
 
-func TestCodecProtocol(t *testing.T) {
-	if session.CurrentProtocol != protocol.CurrentProtocol {
-		t.Errorf("session speaks protocol %d, packet library %d", session.CurrentProtocol, protocol.CurrentProtocol)
+// TestCodecProtocols checks that a Codec speaks exactly the protocols the
+// session accepts by default: a protocol added to one is added to both.
+func TestCodecProtocols(t *testing.T) {
+	if got, want := Protocols(), session.KnownProtocols(); !slices.Equal(got, want) {
+		t.Errorf("codec speaks %v, session knows %v", got, want)
+	}
+	if BaseProtocol != session.KnownProtocols()[0] {
+		t.Errorf("base protocol %d is not the session's oldest, %d", BaseProtocol, session.KnownProtocols()[0])
+	}
+	for _, p := range []int32{2169, 2192, 2194, 2226} {
+		if _, err := (Codec{Protocol: p}).Append(nil, &packet.Text{TextType: packet.TextTypeRaw, Message: "x"}); !errors.Is(err, ErrUnknownProtocol) {
+			t.Errorf("protocol %d: got %v, want ErrUnknownProtocol", p, err)
+		}
 	}
 }
 
@@ -195,17 +206,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(packet.IDPlayerAuthInput), []byte{})
 	f.Add(uint16(packet.IDLogin), []byte{0, 0, 8, 0x91, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(uint16(packet.IDInventoryTransaction), bytes.Repeat([]byte{0xff}, 32))
+	f.Add(uint16(packet.IDAnimate), []byte{1, 9, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, id uint16, payload []byte) {
 		p := session.Packet{ID: uint32(id) & 0x3ff, Payload: payload}
-		pk, err := Codec{}.Decode(p)
-		switch {
-		case err == nil && pk == nil:
-			t.Fatal("nil packet and nil error")
-		case err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownPacket):
-			t.Fatalf("error %v wraps neither ErrMalformed nor ErrUnknownPacket", err)
-		case err == nil:
-			// Whatever decoded must encode again without a panic.
-			_, _ = Codec{}.Append(nil, pk)
+		// Every protocol, the deltas' readers too.
+		for _, proto := range Protocols() {
+			c := Codec{Protocol: proto}
+			pk, err := c.Decode(p)
+			switch {
+			case err == nil && pk == nil:
+				t.Fatal("nil packet and nil error")
+			case err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownPacket) && !errors.Is(err, ErrUnsupported):
+				t.Fatalf("protocol %d: error %v wraps none of ErrMalformed, ErrUnknownPacket, ErrUnsupported", proto, err)
+			case err == nil:
+				// Whatever decoded must encode again without a panic.
+				_, _ = c.Append(nil, pk)
+			}
 		}
 	})
 }
