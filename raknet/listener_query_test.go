@@ -31,7 +31,7 @@ func TestQueryMagicIsNoRakNet(t *testing.T) {
 		if _, err := a.Decode(b); err == nil {
 			t.Errorf("%#02x: decoded as an ACK or NACK", first)
 		}
-		layer := reliability.New(reliability.Config{MaxDatagram: 1400, Deliver: func([]byte, bool) bool { return false }}, time.Now())
+		layer := reliability.New(reliability.Config{MaxDatagram: 1400}, time.Now())
 		if err := layer.HandleDatagram(time.Now(), b); err == nil {
 			t.Errorf("%#02x: accepted by the reliability layer", first)
 		}
