@@ -36,6 +36,9 @@ const (
 	// DisconnectReasonNotAllowed refuses a player who may not join, as a ban
 	// or whitelist would.
 	DisconnectReasonNotAllowed DisconnectReason = 45
+	// DisconnectReasonNotAuthenticated refuses a player whose login is not
+	// bound to the identity its transport proved.
+	DisconnectReasonNotAuthenticated DisconnectReason = 46
 	// DisconnectReasonKicked removes a player on the server's initiative;
 	// Session.Disconnect uses it.
 	DisconnectReasonKicked DisconnectReason = 55
@@ -67,6 +70,8 @@ func (r DisconnectReason) String() string {
 		return "InvalidPlayer"
 	case DisconnectReasonNotAllowed:
 		return "NotAllowed"
+	case DisconnectReasonNotAuthenticated:
+		return "NotAuthenticated"
 	case DisconnectReasonKicked:
 		return "Kicked"
 	case DisconnectReasonShutdown:

@@ -28,6 +28,9 @@ func handleLogin(s *Session, payload []byte) error {
 	if id.Protocol != s.Protocol() {
 		return invalidLogin(fmt.Errorf("login: protocol %d, but network settings asked for %d", id.Protocol, s.Protocol()))
 	}
+	if err := s.checkBinding(id.IdentityPublicKey); err != nil {
+		return err
+	}
 	s.setIdentity(id)
 	if !s.encryption {
 		return s.completeLogin()
