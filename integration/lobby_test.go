@@ -42,8 +42,8 @@ func lobbyServer(t *testing.T, greeting string) (*server.Server, string) {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	if c.NewHandler == nil {
-		t.Fatal("server.handler = \"lobby\" left Config.NewHandler nil (the gate)")
+	if c.Handler != server.HandlerLobby {
+		t.Fatalf("server.handler = \"lobby\": Config.Handler %q, want %q", c.Handler, server.HandlerLobby)
 	}
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
@@ -160,8 +160,8 @@ func TestLobbyConfigKey(t *testing.T) {
 		t.Errorf("default server.handler %q, want gate", uc.Server.Handler)
 	}
 	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")
-	if c, err := uc.Config(nil); err != nil || c.NewHandler != nil {
-		t.Errorf("gate: NewHandler set %v, err %v; want the server's default", c.NewHandler != nil, err)
+	if c, err := uc.Config(nil); err != nil || c.NewHandler != nil || c.Handler != server.HandlerGate {
+		t.Errorf("gate: NewHandler set %v, Handler %q, err %v; want the server's gate", c.NewHandler != nil, c.Handler, err)
 	}
 	for _, tc := range []struct{ handler, greeting, key string }{
 		{"world", "hi", "server.handler"},

@@ -117,13 +117,6 @@ type endpoint struct {
 	// traffic counts what the socket carried, for Listener.Stats.
 	traffic traffic
 
-	// offline serialises the handling of offline datagrams (no valid flag)
-	// across the readers of an endpoint with more than one socket: a
-	// Listener's offline path keeps state of its reader's (its reply
-	// buffer, its refusal summary). Connected datagrams are handled in
-	// parallel; each connection has its own lock.
-	offline sync.Mutex
-
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
 	// their data datagrams are still acknowledged (see lingerTime).
@@ -234,34 +227,35 @@ func (s *socket) read(buf []byte) (int, netip.AddrPort, error) {
 	return n, addrPortOf(addr), nil
 }
 
+// handler takes one datagram read from a socket, with the time it was
+// read; b is valid only during the call.
+type handler func(b []byte, from netip.AddrPort, now time.Time)
+
 // readLoop reads datagrams from every socket, one reader each, and hands
-// each non-empty one of at most maxDatagramIn bytes to handle, with the
-// time it was read, until the sockets are closed. b is valid only during
-// the call. With several sockets handle runs concurrently, for offline
-// datagrams never (see endpoint.offline).
-func (e *endpoint) readLoop(handle func(b []byte, from netip.AddrPort, now time.Time)) {
-	if len(e.socks) > 1 {
-		serial := handle
-		handle = func(b []byte, from netip.AddrPort, now time.Time) {
-			if b[0]&wire.FlagValid != 0 {
-				serial(b, from, now)
-				return
-			}
-			e.offline.Lock()
-			defer e.offline.Unlock()
-			serial(b, from, now)
-		}
-	}
+// each non-empty one of at most maxDatagramIn bytes to handle, until the
+// sockets are closed. With several sockets handle runs on each reader at
+// once; see readEach for a handler per reader.
+func (e *endpoint) readLoop(handle handler) {
+	e.readEach(func() handler { return handle })
+}
+
+// readEach is readLoop with a handler of each reader's own: each socket's
+// reader calls newReader once, before its first read, and hands its
+// datagrams to the handler it returned, from that goroutine only. So the
+// scratch state a handler keeps (a reply buffer, a table) belongs to one
+// reader and needs no lock; what the handlers share must be safe for
+// concurrent use.
+func (e *endpoint) readEach(newReader func() handler) {
 	var wg sync.WaitGroup
 	for _, s := range e.socks[1:] {
-		wg.Go(func() { e.readSocket(s, handle) })
+		wg.Go(func() { e.readSocket(s, newReader()) })
 	}
-	e.readSocket(e.socks[0], handle)
+	e.readSocket(e.socks[0], newReader())
 	wg.Wait()
 }
 
 // readSocket is the reader of one socket.
-func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+func (e *endpoint) readSocket(s *socket, handle handler) {
 	if s.bio != nil {
 		e.readBatches(s, handle)
 		return
@@ -293,7 +287,7 @@ func (e *endpoint) readSocket(s *socket, handle func(b []byte, from netip.AddrPo
 // readBatches is the reader of a socket with batched I/O: it takes up to
 // its batch size of datagrams per wake-up, handles them, then sends the replies
 // they produced in one go.
-func (e *endpoint) readBatches(s *socket, handle func(b []byte, from netip.AddrPort, now time.Time)) {
+func (e *endpoint) readBatches(s *socket, handle handler) {
 	for {
 		n, err := s.bio.read()
 		if err != nil {

@@ -175,8 +175,10 @@ type ListenConfig struct {
 	// as a ping does. Query appends its reply to dst and returns it; an
 	// empty reply sends nothing, and a reply is sent only within
 	// OfflineBytes. An error means the request was refused, and is counted
-	// in ListenerStats.Dropped. Query is called from the listener's read
-	// goroutine only, must not keep req or dst, and must not block.
+	// in ListenerStats.Dropped. Query is called by the reader of the
+	// socket the request arrived on: with more than one socket (Sockets)
+	// it runs on several goroutines at once, so it must be safe for
+	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
 	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
 	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
@@ -305,20 +307,20 @@ type Listener struct {
 	// budget is shared by the connections' accounts; nil without one.
 	budget         *guard.Budget
 	budgetRefusals atomic.Uint64
-	// Used only by the read goroutine: when refusals were last summarised
-	// in the log, and their total then.
-	refusalLogAt   time.Time
-	refusalsLogged uint64
+	// When refusals were last summarised in the log (Unix nanoseconds),
+	// and their total then.
+	refusalLogAt   atomic.Int64
+	refusalsLogged atomic.Uint64
 	// pending and established count the connections in and past their
 	// handshake; each changes under mu or, for a connection that
 	// completes its handshake, atomically with its move.
 	pending, nEstablished atomic.Int64
 
-	// proxy applies ListenConfig.ProxyProtocol; nil without it.
-	proxy *proxyGate
-
-	// Used only by the read goroutine.
-	out []byte
+	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
+	// which each reader makes its gate; nil without it. What the gates
+	// refuse is counted here.
+	proxy                                   *proxyGate
+	proxyUntrusted, proxyNoFlow, proxyLocal atomic.Uint64
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -367,7 +369,6 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
 		conns:   make(map[netip.AddrPort]*Conn),
-		out:     make([]byte, 0, 1500),
 		started: time.Now(),
 	}
 	if lc.Log != nil {
@@ -419,7 +420,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	empty := []byte{}
 	l.pong.Store(&empty)
-	l.wg.Go(func() { l.ep.readLoop(l.handle) })
+	l.wg.Go(func() { l.ep.readEach(l.newReader) })
 	l.log.Info().Msg("listening")
 	return l, nil
 }
@@ -455,9 +456,9 @@ func (l *Listener) Stats() ListenerStats {
 		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
 		Established: int(l.nEstablished.Load()), DatagramsIn: l.ep.traffic.datagramsIn.Load(),
 		DatagramsOut: l.ep.traffic.datagramsOut.Load(), BytesIn: l.ep.traffic.bytesIn.Load(), BytesOut: l.ep.traffic.bytesOut.Load(),
-		QueryAnswered: l.queryAnswered.Load(),
+		QueryAnswered:  l.queryAnswered.Load(),
+		ProxyUntrusted: l.proxyUntrusted.Load(), ProxyNoFlow: l.proxyNoFlow.Load(), ProxyLocal: l.proxyLocal.Load(),
 	}
-	l.proxy.stats(&st)
 	return st
 }
 

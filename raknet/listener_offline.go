@@ -9,26 +9,60 @@ import (
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
+// reader is the scratch state of one socket's reader: the read loop makes
+// one per socket (Listener.newReader), and only that socket's reader uses
+// it, so none of it needs a lock however many sockets the listener reads.
+// What the readers share lives in the Listener and is safe for concurrent
+// use: its connection table under its lock, its counters and limiters
+// atomic.
+type reader struct {
+	l *Listener
+	// out is the buffer replies are built in.
+	out []byte
+	// proxy is this reader's PROXY gate: the listener's trusted proxies,
+	// and the flows of those whose datagrams arrive on this reader's
+	// socket (the kernel hands each flow, a source address and port, to
+	// one socket). Nil without ProxyProtocol.
+	proxy *proxyGate
+	// logAt is when this reader last checked whether the refusals are
+	// due a summary (see Listener.logRefusals).
+	logAt time.Time
+}
+
+// newReader returns the handler of one socket's reader, with scratch state
+// of its own.
+func (l *Listener) newReader() handler {
+	r := &reader{l: l, out: make([]byte, 0, 1500)}
+	if l.proxy != nil {
+		// The readers share the flow bound: each socket sees the flows
+		// the kernel hands it.
+		n := len(l.ep.socks)
+		r.proxy = l.proxy.withFlows((maxProxyFlows + n - 1) / n)
+	}
+	return r.handle
+}
+
 // handle takes one datagram from the socket's reader.
-func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
+func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
+	l := r.l
 	// Replies go to via, where the datagram came from; behind a proxy,
 	// from becomes the client it speaks for (ListenConfig.ProxyProtocol).
 	via := from
-	if l.proxy != nil {
-		if b, from = l.unproxy(b, via, now); b == nil {
+	if r.proxy != nil {
+		if b, from = r.unproxy(b, via, now); b == nil {
 			return
 		}
 	}
 	k := key(from)
 	if l.cfg.Query != nil && isQuery(b) {
-		l.handleQuery(b, from, via, k, now)
+		r.handleQuery(b, from, via, k, now)
 		return
 	}
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
 		c := l.conns[k]
 		l.mu.RUnlock()
-		if c != nil && (l.proxy == nil || c.wap == via) {
+		if c != nil && (r.proxy == nil || c.wap == via) {
 			c.handle(b, now)
 			return
 		}
@@ -54,47 +88,59 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	var err error
 	switch b[0] {
 	case wire.IDOpenConnectionRequest1:
-		l.out, err = l.resp.reply1(l.out[:0], b, from, now)
+		r.out, err = l.resp.reply1(r.out[:0], b, from, now)
 	case wire.IDOpenConnectionRequest2:
-		l.out = l.out[:0]
-		err = l.handleRequest2(b, from, via, k, now)
+		r.out = r.out[:0]
+		err = r.handleRequest2(b, from, via, k, now)
 	default:
-		l.out, err = l.resp.pong(l.out[:0], b, *l.pong.Load(), !l.full())
-		if err == nil && len(l.out) > 0 {
+		r.out, err = l.resp.pong(r.out[:0], b, *l.pong.Load(), !l.full())
+		if err == nil && len(r.out) > 0 {
 			l.pings.Add(1)
 		}
 	}
 	if err != nil {
 		l.dropped.Add(1)
-	} else if len(l.out) > 0 {
-		if l.replyBytes == nil || l.replyBytes.Allow(now, len(l.out)) {
-			_ = l.ep.write(l.out, via)
+	} else if len(r.out) > 0 {
+		if l.replyBytes == nil || l.replyBytes.Allow(now, len(r.out)) {
+			_ = l.ep.write(r.out, via)
 		} else {
 			l.rateLimited.Add(1)
 		}
 	}
-	if now.Sub(l.refusalLogAt) >= refusalLogInterval {
-		l.logRefusals(now)
+	r.maybeLogRefusals(now)
+}
+
+// maybeLogRefusals summarises the refusals in the log if this reader has
+// not looked for refusalLogInterval.
+func (r *reader) maybeLogRefusals(now time.Time) {
+	if now.Sub(r.logAt) >= refusalLogInterval {
+		r.logAt = now
+		r.l.logRefusals(now)
 	}
 }
 
 // refusals returns the total of the refusal counters.
 func (l *Listener) refusals() uint64 {
 	return l.dropped.Load() + l.cookieFailures.Load() + l.rateLimited.Load() + l.poolFull.Load() +
-		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load() + l.proxy.refusals()
+		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load() + l.proxyUntrusted.Load() + l.proxyNoFlow.Load()
 }
 
 // logRefusals writes one line with the refusals since the last one, if
-// there were any: the listener's only log of traffic from peers that have
-// not proven their address.
+// there were any and the last was refusalLogInterval ago: the listener's
+// only log of traffic from peers that have not proven their address. Of
+// readers that call it at once, one claims the interval; the others write
+// nothing.
 func (l *Listener) logRefusals(now time.Time) {
-	l.refusalLogAt = now
-	total := l.refusals()
-	if total == l.refusalsLogged {
+	at := l.refusalLogAt.Load()
+	if now.UnixNano()-at < int64(refusalLogInterval) || !l.refusalLogAt.CompareAndSwap(at, now.UnixNano()) {
 		return
 	}
-	n := total - l.refusalsLogged
-	l.refusalsLogged = total
+	total := l.refusals()
+	logged := l.refusalsLogged.Swap(total)
+	if total <= logged {
+		return
+	}
+	n := total - logged
 	if e := l.log.Info(); e.Enabled() {
 		st := l.Stats()
 		e.Uint64("refused", n).Uint64("dropped", st.Dropped).Uint64("cookie_failures", st.CookieFailures).
@@ -119,8 +165,9 @@ func (l *Listener) full() bool {
 
 // handleRequest2 carries out the responder's decision on an
 // OpenConnectionRequest2 from a peer whose datagrams come from via; the
-// reply, if any, is left in l.out.
-func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.Time) error {
+// reply, if any, is left in r.out.
+func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.Time) error {
+	l := r.l
 	m, proven, bad, err := l.resp.check2(b, from, now)
 	switch {
 	case err != nil:
@@ -153,10 +200,10 @@ func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now tim
 		l.mu.Unlock()
 		l.perIPLimited.Add(1)
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.cfg.GUID}
-		l.out = reply.Append(l.out[:0])
+		r.out = reply.Append(r.out[:0])
 		return nil
 	}
-	d := l.resp.request2(l.out[:0], &m, proven, from, st)
+	d := l.resp.request2(r.out[:0], &m, proven, from, st)
 	if proven && (d.action == r2Accept || d.action == r2Replace) && l.ipRate != nil && !l.ipRate.Allow(k.Addr(), now, 1) {
 		l.mu.Unlock()
 		l.perIPLimited.Add(1)
@@ -166,7 +213,7 @@ func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now tim
 	case r2Resend:
 		// A retried request: answer it the same way.
 		l.mu.Unlock()
-		l.out = append(l.out[:0], d.reply...)
+		r.out = append(r.out[:0], d.reply...)
 		return nil
 	case r2Full:
 		l.mu.Unlock()
@@ -174,12 +221,12 @@ func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now tim
 		if !st.full {
 			l.poolFull.Add(1)
 		}
-		l.out = d.reply
+		r.out = d.reply
 		return nil
 	case r2AlreadyConnected:
 		l.mu.Unlock()
 		l.alreadyConnected.Add(1)
-		l.out = d.reply
+		r.out = d.reply
 		return nil
 	case r2Drop:
 		l.mu.Unlock()
@@ -196,9 +243,16 @@ func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now tim
 			l.mu.Unlock()
 			return nil
 		}
-		// A connection closed just now may not have removed itself yet.
-		if l.conns[k] == old {
+		// A connection closed just now may not have removed itself yet;
+		// another reader may have let a new one in (two proxies naming
+		// one client), and it stays.
+		switch l.conns[k] {
+		case old:
 			delete(l.conns, k)
+		case nil:
+		default:
+			l.mu.Unlock()
+			return nil
 		}
 	}
 	l.ep.forget(k)
@@ -237,7 +291,7 @@ func (l *Listener) handleRequest2(b []byte, from, via, k netip.AddrPort, now tim
 	}
 	l.mu.Unlock()
 	l.handshakes.Add(1)
-	l.out = d.reply
+	r.out = d.reply
 	return nil
 }
 

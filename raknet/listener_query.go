@@ -13,7 +13,7 @@ import (
 // ListenConfig.Query takes nothing from RakNet.
 const queryMagic0, queryMagic1 = 0xfe, 0xfd
 
-// maxKeptOut bounds the reply buffer the read goroutine keeps between
+// maxKeptOut bounds the reply buffer a reader keeps between
 // datagrams once a query reply has grown it.
 const maxKeptOut = 64 << 10
 
@@ -25,12 +25,13 @@ func isQuery(b []byte) bool {
 // handleQuery hands a query datagram from a peer, whose datagrams come
 // from via, to ListenConfig.Query after the same per-prefix rate limit as
 // a ping, and sends its reply within the offline reply bytes. It runs on
-// the read goroutine and allocates nothing on its own.
-func (l *Listener) handleQuery(b []byte, from, via, k netip.AddrPort, now time.Time) {
+// the socket's reader and allocates nothing on its own.
+func (r *reader) handleQuery(b []byte, from, via, k netip.AddrPort, now time.Time) {
+	l := r.l
 	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
 		l.rateLimited.Add(1)
 	} else {
-		out, err := l.cfg.Query(l.out[:0], b, from, now)
+		out, err := l.cfg.Query(r.out[:0], b, from, now)
 		switch {
 		case err != nil:
 			l.dropped.Add(1)
@@ -43,10 +44,8 @@ func (l *Listener) handleQuery(b []byte, from, via, k netip.AddrPort, now time.T
 			_ = l.ep.write(out, via)
 		}
 		if cap(out) <= maxKeptOut {
-			l.out = out[:0]
+			r.out = out[:0]
 		}
 	}
-	if now.Sub(l.refusalLogAt) >= refusalLogInterval {
-		l.logRefusals(now)
-	}
+	r.maybeLogRefusals(now)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"sync/atomic"
 	"time"
 )
 
@@ -151,7 +150,8 @@ func knownFamily(fam byte) bool {
 // at most max flows: a new one makes room by forgetting the least
 // recently used. Entries live in one slice linked in order of use, so
 // lookups, refreshes and evictions allocate nothing once it has grown.
-// It is not safe for concurrent use: the listener's reader owns it.
+// It is not safe for concurrent use: each of the listener's readers has
+// its own.
 type flowTable struct {
 	ttl   time.Duration
 	max   int
@@ -265,15 +265,12 @@ func (t *flowTable) remove(i int32) {
 
 // proxyGate applies a listener's PROXY protocol rules (see
 // ListenConfig.ProxyProtocol) to each datagram before anything else sees
-// it. It is used by the listener's reader only; its counters may be read
-// by anyone.
+// it. Each of the listener's readers has its own (see withFlows): the
+// trusted prefixes are shared and never change, the flows are the
+// reader's. It is not safe for concurrent use.
 type proxyGate struct {
 	trusted []netip.Prefix
 	flows   *flowTable
-	// untrusted counts headers from sources not in trusted, noFlow
-	// header-less datagrams from a trusted proxy with no flow, local
-	// LOCAL headers.
-	untrusted, noFlow, local atomic.Uint64
 }
 
 // proxyVerdict is what the gate decided for a datagram.
@@ -312,6 +309,12 @@ func newProxyGate(trusted []netip.Prefix, ttl time.Duration) (*proxyGate, error)
 		g.trusted = append(g.trusted, p.Masked())
 	}
 	return g, nil
+}
+
+// withFlows returns a gate with g's trusted proxies and a flow table of
+// its own, of at most max flows, for one reader.
+func (g *proxyGate) withFlows(max int) *proxyGate {
+	return &proxyGate{trusted: g.trusted, flows: newFlowTable(g.flows.ttl, max)}
 }
 
 // isTrusted reports whether a datagram from src may carry a PROXY header.
@@ -359,37 +362,21 @@ func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte,
 	return b[h.n:], client, proxyClient
 }
 
-// unproxy runs the listener's gate over datagram b from src and counts
+// unproxy runs the reader's gate over datagram b from src and counts
 // what it drops. It returns the datagram to handle and whose it is, or a
 // nil slice for one dropped.
-func (l *Listener) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, netip.AddrPort) {
-	g := l.proxy
-	b, from, v := g.unwrap(b, src, now)
+func (r *reader) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, netip.AddrPort) {
+	l := r.l
+	b, from, v := r.proxy.unwrap(b, src, now)
 	switch v {
 	case proxyUntrusted:
-		g.untrusted.Add(1)
+		l.proxyUntrusted.Add(1)
 	case proxyNoFlow:
-		g.noFlow.Add(1)
+		l.proxyNoFlow.Add(1)
 	case proxyLocal:
-		g.local.Add(1)
+		l.proxyLocal.Add(1)
 	case proxyMalformed:
 		l.dropped.Add(1)
 	}
 	return b, from
-}
-
-// stats adds the gate's counters to st; a nil gate adds nothing.
-func (g *proxyGate) stats(st *ListenerStats) {
-	if g == nil {
-		return
-	}
-	st.ProxyUntrusted, st.ProxyNoFlow, st.ProxyLocal = g.untrusted.Load(), g.noFlow.Load(), g.local.Load()
-}
-
-// refusals returns the datagrams the gate refused; 0 for a nil gate.
-func (g *proxyGate) refusals() uint64 {
-	if g == nil {
-		return 0
-	}
-	return g.untrusted.Load() + g.noFlow.Load()
 }

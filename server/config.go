@@ -14,27 +14,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 )
 
-// The values of server.handler: the built-in handlers a player may meet.
+// Limits on configuration values. RakNet's MTU bounds and the socket count
+// are raknet's own (raknet.MinMTU, raknet.MaxMTU, raknet.MaxSockets). The
+// timeout cap keeps a misconfigured server from holding dead sessions for
+// hours.
 const (
-	handlerGate  = "gate"
-	handlerLobby = "lobby"
-)
-
-// Limits on configuration values. RakNet's MTU discovery starts at the
-// client's largest datagram and the minimum any IPv4 host must accept is 576;
-// 1492 is the largest that fits PPPoE links. The timeout cap keeps a
-// misconfigured server from holding dead sessions for hours.
-const (
-	minMTU     = 576
-	maxMTU     = 1492
 	maxTimeout = 5 * time.Minute
 	// maxLoginTimeout bounds server.login_timeout: a Login of a few MiB
 	// arrives within seconds even on a poor link, and a connection that
@@ -49,230 +43,200 @@ const (
 	maxMemoryBudget = 64 << 30
 )
 
-// configTemplate is the default config.toml, written by LoadConfig when the
-// file is missing. It is the single source of the defaults' text: the repo's
-// config.toml must equal it and DefaultUserConfig must equal what it decodes
-// to (both checked by tests).
-const configTemplate = `# Basalt configuration. Every key is optional; a missing key takes its default.
-# An unknown key is an error, so a typo cannot go unnoticed.
-
-[network]
-# UDP address for IPv4 clients, "host:port". An empty string disables IPv4.
-address_v4 = "0.0.0.0:19132"
-# UDP address for IPv6 clients, "[host]:port". An empty string disables IPv6.
-# At least one of address_v4 and address_v6 must be set.
-address_v6 = "[::]:19133"
-# Also answer LAN discovery pings on the standard ports (19132 for IPv4,
-# 19133 for IPv6) when the game ports above differ, so that clients on the
-# local network list the server. The pong points them at the game ports.
-lan_discovery = true
-# Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game
-# ports, so server lists and tools can read the name, version and player
-# names. A stat goes only to a client that echoed the token sent to it.
-query = true
-# File holding the secret that keys RakNet's handshake cookies and the query
-# tokens, created with a random secret if missing. Give servers behind one
-# load balancer the same file so they accept each other's cookies. Empty
-# means a new random secret at each start. A relative path is relative to
-# this file's directory.
-cookie_secret_file = ""
-# Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg,
-# frp, TCPShield-style) put on the datagrams they forward, and see each
-# client by the address it names. Clients not behind a proxy still connect.
-proxy_protocol = false
-# The proxies allowed to send PROXY headers, as CIDR prefixes ("203.0.113.0/24",
-# "2001:db8::/32") or single IPs; proxy_protocol needs at least one. A header
-# from any other address is refused. Only the proxies should be able to send
-# from these addresses: whoever can may claim to be any client.
-trusted_proxies = []
-# UDP sockets opened on each address (1-64), each read by its own thread of
-# work. More than 1 shares the address with SO_REUSEPORT, so that receiving
-# spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only
-# on a machine with cores to spare under heavy traffic.
-sockets = 1
-# Encrypt every session after its Login with the Bedrock handshake (AES-256,
-# as vanilla servers do). The server runs in offline mode either way: the
-# Login is read but not checked against Xbox Live.
-encryption = true
-
-[server]
-# First MOTD line: the server name shown in the server list. Minecraft colour
-# codes (§) are allowed; ';', '\' and control characters are not.
-name = "Basalt"
-# Second MOTD line: the world name shown under the server name.
-level_name = "Bedrock level"
-# "MCPE" for Bedrock Edition, "MCEE" for Education Edition.
-edition = "MCPE"
-# Game mode advertised in the MOTD: "Survival", "Creative", "Adventure" or
-# "Spectator". Clients show it but it changes nothing else.
-game_mode = "Survival"
-# Most players online at once (at least 1).
-max_players = 20
-# Game version advertised in the MOTD, in network form ("1.26.50").
-version = "1.26.50"
-# Network protocol advertised in the MOTD. Must be in accepted_protocols.
-protocol = 2193
-# Network protocols a joining client may speak.
-accepted_protocols = [2193]
-# Message a player sees when the server disconnects them. {player} is
-# replaced by the player's name; no other {…} placeholder is recognised.
-disconnect_message = "Basalt is a skeleton server: you, {player}, have reached it, but there is no world here yet."
-# Message every player sees when the server shuts down (Ctrl-C, SIGTERM).
-shutdown_message = "Server closed."
-# What a player meets once logged in: "gate" disconnects them with
-# disconnect_message; "lobby" lets them into an empty world where they float
-# as spectators, see who joins and leaves, chat, and use /list and /leave.
-handler = "gate"
-# Chat message a player gets on entering the lobby (handler = "lobby").
-# {player} is replaced by the player's name.
-greeting = "Welcome to the Basalt lobby, {player}! Type /list to see who is here and /leave to go."
-# File that keeps the server GUID stable across restarts, so clients do not
-# list the server twice. A relative path is relative to this file's directory.
-guid_file = "server_guid"
-# How long a client has, once connected, to log in before it is disconnected
-# with "Login timed out.", as a Go duration. More than 0 and at most 1m.
-login_timeout = "10s"
-
-[log]
-# Least severe level written: "trace", "debug", "info", "warn" or "error".
-level = "info"
-# "console" for human-readable lines, "json" for one JSON object per line.
-format = "console"
-
-[raknet]
-# Largest RakNet datagram in bytes, offered during MTU discovery (576-1492).
-max_mtu = 1400
-# Most RakNet connections at once on each listener. 0 means max_players plus
-# 10% (at least 4 more), so that a client over the limit still sees the
-# "server full" message.
-max_connections = 0
-# Drop a connection after hearing nothing from the peer for this long, as a
-# Go duration: "10s", "1m30s". More than 0 and at most 5m.
-timeout = "10s"
-# RakNet protocol versions accepted in OpenConnectionRequest1 (1-255).
-protocol_versions = [11, 10]
-# Most established connections at once from one IP address on each listener.
-# Generous, because households and LAN parties share one address. 0 means no
-# limit.
-max_connections_per_ip = 16
-# Bytes that all peers of a listener together may make it hold at once:
-# messages being reassembled, waiting for their turn or for the server to
-# read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB.
-memory_budget = 134217728
-
-[metrics]
-# TCP address, "host:port", of an HTTP server of Prometheus metrics at
-# /metrics, such as "127.0.0.1:9100". An empty string serves none. Whoever can
-# reach it sees the server's traffic figures: keep it on a private address.
-address = ""
-# Also serve Go's profiler at /debug/pprof/ on that address, for debugging: a
-# profile costs CPU while it runs. Needs metrics.address.
-pprof = false
-`
-
 // UserConfig is the configuration as written in config.toml, one struct per
 // TOML table. Its zero value is not valid; start from DefaultUserConfig or
 // LoadConfig. Check it with Validate and turn it into runtime values with
 // Config. A UserConfig is a plain value with no internal locking.
+//
+// UserConfig and DefaultUserConfig are the one source of the configuration
+// file: each key's name and comment are the field's toml and comment tags,
+// its default is set in DefaultUserConfig, and DefaultConfigFile encodes
+// the two into the commented config.toml. To add a key:
+//
+//  1. add a field with its toml tag and a comment tag saying what it does,
+//     its unit, range and what 0 or "" means (one long line: the file wraps
+//     it at 80 columns; "\n" starts a new paragraph);
+//  2. set its default in DefaultUserConfig, from the owning package's
+//     exported constant where there is one;
+//  3. check it in Validate (config_check.go), naming the key and the fix;
+//  4. carry it into a Config field in UserConfig.Config;
+//  5. run go test ./server -run TestConfigFile -update, which rewrites the
+//     repository's config.toml, and add the key's row to README.md's
+//     configuration table (TestREADMEConfigTable names the row it wants).
 type UserConfig struct {
-	// Network is the [network] table: where the server listens.
 	Network struct {
-		// AddressV4 is the IPv4 UDP address, "" to disable IPv4.
-		AddressV4 string `toml:"address_v4"`
-		// AddressV6 is the IPv6 UDP address, "" to disable IPv6.
-		AddressV6 string `toml:"address_v6"`
-		// LANDiscovery also answers pings on ports 19132/19133 when the
-		// game ports differ.
-		LANDiscovery bool `toml:"lan_discovery"`
-		// Query answers the Query protocol on the game ports.
-		Query bool `toml:"query"`
-		// CookieSecretFile holds the cookie and query token secret; ""
-		// means a random one per start. A relative path is relative to
-		// the config file's directory.
-		CookieSecretFile string `toml:"cookie_secret_file"`
-		// ProxyProtocol takes PROXY v2 headers from TrustedProxies.
-		ProxyProtocol bool `toml:"proxy_protocol"`
-		// TrustedProxies are CIDR prefixes or IPs.
-		TrustedProxies []string `toml:"trusted_proxies"`
-		// Sockets is how many sockets each listener opens on its address.
-		Sockets int `toml:"sockets"`
-		// Encryption runs the encryption handshake with every client.
-		Encryption bool `toml:"encryption"`
+		AddressV4        string   `toml:"address_v4" comment:"UDP address for IPv4 clients, \"host:port\". An empty string disables IPv4."`
+		AddressV6        string   `toml:"address_v6" comment:"UDP address for IPv6 clients, \"[host]:port\". An empty string disables IPv6. At least one of address_v4 and address_v6 must be set."`
+		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports."`
+		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
+		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
+		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg, frp, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
+		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
+		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
+		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
+		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). The server runs in offline mode either way: the Login is read but not checked against Xbox Live."`
 	} `toml:"network"`
-	// Server is the [server] table: what the server advertises and accepts.
 	Server struct {
-		// Name is MOTD line 1.
-		Name string `toml:"name"`
-		// LevelName is MOTD line 2.
-		LevelName string `toml:"level_name"`
-		// Edition is "MCPE" or "MCEE".
-		Edition string `toml:"edition"`
-		// GameMode is the game mode name advertised in the MOTD.
-		GameMode string `toml:"game_mode"`
-		// MaxPlayers is the player limit, at least 1.
-		MaxPlayers int `toml:"max_players"`
-		// Version is the advertised game version, e.g. "1.26.50".
-		Version string `toml:"version"`
-		// Protocol is the advertised network protocol.
-		Protocol int `toml:"protocol"`
-		// AcceptedProtocols lists the network protocols clients may use.
-		AcceptedProtocols []int `toml:"accepted_protocols"`
-		// DisconnectMessage is shown to disconnected players, with
-		// session.PlayerPlaceholder replaced by the player's name.
-		DisconnectMessage string `toml:"disconnect_message"`
-		// ShutdownMessage is shown to every player when the server shuts
-		// down.
-		ShutdownMessage string `toml:"shutdown_message"`
-		// Handler is "gate" or "lobby": see Config.NewHandler.
-		Handler string `toml:"handler"`
-		// Greeting is the lobby's greeting, with
-		// session.PlayerPlaceholder replaced by the player's name.
-		Greeting string `toml:"greeting"`
-		// GUIDFile is the file holding the stable server GUID; a relative
-		// path is relative to the config file's directory.
-		GUIDFile string `toml:"guid_file"`
-		// LoginTimeout is a Go duration string, more than 0 and at most
-		// 1m.
-		LoginTimeout string `toml:"login_timeout"`
+		Name              string `toml:"name" comment:"First MOTD line: the server name shown in the server list. Minecraft colour codes (§) are allowed; ';', '\\' and control characters are not."`
+		LevelName         string `toml:"level_name" comment:"Second MOTD line: the world name shown under the server name."`
+		Edition           string `toml:"edition" comment:"\"MCPE\" for Bedrock Edition, \"MCEE\" for Education Edition."`
+		GameMode          string `toml:"game_mode" comment:"Game mode advertised in the MOTD: \"Survival\", \"Creative\", \"Adventure\" or \"Spectator\". Clients show it but it changes nothing else."`
+		MaxPlayers        int    `toml:"max_players" comment:"Most players online at once (at least 1)."`
+		Version           string `toml:"version" comment:"Game version advertised in the MOTD, in network form (\"1.26.50\")."`
+		Protocol          int    `toml:"protocol" comment:"Network protocol advertised in the MOTD. Must be in accepted_protocols."`
+		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak."`
+		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
+		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
+		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
+		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
+		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
+		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
 	} `toml:"server"`
-	// Log is the [log] table: how much to log and in which format.
 	Log struct {
-		// Level is "trace", "debug", "info", "warn" or "error".
-		Level string `toml:"level"`
-		// Format is "console" or "json".
-		Format string `toml:"format"`
+		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
+		Format string `toml:"format" comment:"\"console\" for human-readable lines, \"json\" for one JSON object per line."`
 	} `toml:"log"`
-	// RakNet is the [raknet] table: transport limits.
 	RakNet struct {
-		// MaxMTU is the largest datagram in bytes, 576 to 1492.
-		MaxMTU int `toml:"max_mtu"`
-		// MaxConnections caps RakNet connections; 0 derives it from
-		// Server.MaxPlayers.
-		MaxConnections int `toml:"max_connections"`
-		// Timeout is a Go duration string, more than 0 and at most 5m.
-		Timeout string `toml:"timeout"`
-		// ProtocolVersions lists the RakNet protocol versions accepted.
-		ProtocolVersions []int `toml:"protocol_versions"`
-		// MaxConnectionsPerIP caps the connections of one IP address; 0
-		// means no cap.
-		MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
-		// MemoryBudget is the bytes a listener's peers may make it hold,
-		// 4 MiB to 64 GiB.
-		MemoryBudget int `toml:"memory_budget"`
+		MaxMTU              int    `toml:"max_mtu" comment:"Largest RakNet datagram in bytes, offered during MTU discovery (576-1492)."`
+		MaxConnections      int    `toml:"max_connections" comment:"Most RakNet connections at once on each listener. 0 means max_players plus 10% (at least 4 more), so that a client over the limit still sees the \"server full\" message."`
+		Timeout             string `toml:"timeout" comment:"Drop a connection after hearing nothing from the peer for this long, as a Go duration: \"10s\", \"1m30s\". More than 0 and at most 5m."`
+		ProtocolVersions    []int  `toml:"protocol_versions" comment:"RakNet protocol versions accepted in OpenConnectionRequest1 (1-255)."`
+		MaxConnectionsPerIP int    `toml:"max_connections_per_ip" comment:"Most established connections at once from one IP address on each listener. Generous, because households and LAN parties share one address. 0 means no limit."`
+		MemoryBudget        int    `toml:"memory_budget" comment:"Bytes that all peers of a listener together may make it hold at once: messages being reassembled, waiting for their turn or for the server to read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB."`
 	} `toml:"raknet"`
-	// Metrics is the [metrics] table: the HTTP server of Prometheus
-	// metrics.
 	Metrics struct {
-		// Address is the TCP address of the metrics server, "" for none.
-		Address string `toml:"address"`
-		// Pprof also serves net/http/pprof there.
-		Pprof bool `toml:"pprof"`
+		Address string `toml:"address" comment:"TCP address, \"host:port\", of an HTTP server of Prometheus metrics at /metrics, such as \"127.0.0.1:9100\". An empty string serves none. Whoever can reach it sees the server's traffic figures: keep it on a private address."`
+		Pprof   bool   `toml:"pprof" comment:"Also serve Go's profiler at /debug/pprof/ on that address, for debugging: a profile costs CPU while it runs. Needs metrics.address."`
 	} `toml:"metrics"`
 
 	// dir is the directory of the file the config was loaded from, against
 	// which a relative GUIDFile is resolved. Empty means the working
 	// directory.
 	dir string
+}
+
+// BuiltinHandler names a handler the server has built in: the value of
+// server.handler in config.toml and of Config.Handler.
+type BuiltinHandler string
+
+// The built-in handlers.
+const (
+	// HandlerGate disconnects every player once logged in, with
+	// Config.DisconnectMessage (session.Gate).
+	HandlerGate BuiltinHandler = "gate"
+	// HandlerLobby lets every player into the lobby of session/lobby.
+	HandlerLobby BuiltinHandler = "lobby"
+)
+
+// newLobby makes the lobby of HandlerLobby and returns its NewHandler and
+// the OnShutdown that closes it before the sessions are disconnected, after
+// calling c.OnShutdown if set: the lobby then disconnects its players with
+// the shutdown message and announces no departures.
+func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string)) {
+	lby := lobby.New(lobby.Config{
+		Greeting:  c.Greeting,
+		WorldName: c.LevelName,
+		Log:       c.Log,
+	})
+	next := c.OnShutdown
+	return lby.NewHandler, func(msg string) {
+		if next != nil {
+			next(msg)
+		}
+		lby.Shutdown(msg)
+	}
+}
+
+// DefaultUserConfig returns the configuration config.toml holds when first
+// written: every key at its default. It is the one place defaults are set;
+// Config.New takes the defaults of zero fields from it too.
+func DefaultUserConfig() UserConfig {
+	var uc UserConfig
+	uc.Network.AddressV4 = net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4))
+	uc.Network.AddressV6 = net.JoinHostPort("::", strconv.Itoa(LANPortV6))
+	uc.Network.LANDiscovery = true
+	uc.Network.Query = true
+	uc.Network.TrustedProxies = []string{}
+	uc.Network.Sockets = 1
+	uc.Network.Encryption = true
+	uc.Server.Name = "Basalt"
+	uc.Server.LevelName = "Bedrock level"
+	uc.Server.Edition = string(motd.EditionBedrock)
+	uc.Server.GameMode = "Survival"
+	uc.Server.MaxPlayers = 20
+	uc.Server.Version = session.CurrentVersion
+	uc.Server.Protocol = int(session.CurrentProtocol)
+	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.DisconnectMessage = session.DefaultGateMessage
+	uc.Server.ShutdownMessage = DefaultShutdownMessage
+	uc.Server.Handler = string(HandlerGate)
+	uc.Server.Greeting = lobby.DefaultGreeting
+	uc.Server.GUIDFile = "server_guid"
+	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
+	uc.Log.Level = "info"
+	uc.Log.Format = "console"
+	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
+	uc.RakNet.MaxConnections = 0
+	uc.RakNet.Timeout = raknet.DefaultTimeout.String()
+	for _, v := range raknet.DefaultProtocolVersions {
+		uc.RakNet.ProtocolVersions = append(uc.RakNet.ProtocolVersions, int(v))
+	}
+	uc.RakNet.MaxConnectionsPerIP = raknet.DefaultMaxConnectionsPerIP
+	uc.RakNet.MemoryBudget = raknet.DefaultMemoryBudget
+	return uc
+}
+
+// configHeader opens the default config.toml.
+const configHeader = `# Basalt configuration. Every key is optional; a missing key takes its default.
+# An unknown key is an error, so a typo cannot go unnoticed.
+
+`
+
+// DefaultConfigFile returns the default config.toml: DefaultUserConfig
+// encoded as TOML, each key preceded by its comment, wrapped at 80 columns.
+// LoadConfig writes it when the file is missing, and the repository's
+// config.toml is this text.
+func DefaultConfigFile() []byte {
+	var b bytes.Buffer
+	b.WriteString(configHeader)
+	enc := toml.NewEncoder(&b)
+	enc.SetIndentTables(false)
+	if err := enc.Encode(DefaultUserConfig()); err != nil {
+		panic("server: encode default config: " + err.Error()) // a bad tag: a programmer's error
+	}
+	var out []byte
+	for line := range strings.Lines(b.String()) {
+		out = appendWrapped(out, strings.TrimSuffix(line, "\n"))
+	}
+	return out
+}
+
+// appendWrapped appends line and a newline to b, breaking a comment line
+// longer than 80 columns between words into several comment lines.
+func appendWrapped(b []byte, line string) []byte {
+	const width = 80
+	text, ok := strings.CutPrefix(line, "# ")
+	if !ok || utf8.RuneCountInString(line) <= width {
+		return append(append(b, line...), '\n')
+	}
+	n := 0
+	for i, w := range strings.Fields(text) {
+		wl := utf8.RuneCountInString(w)
+		switch {
+		case i == 0:
+			b = append(b, "# "...)
+			n = 2
+		case n+1+wl > width:
+			b = append(b, "\n# "...)
+			n = 2
+		default:
+			b = append(b, ' ')
+			n++
+		}
+		b = append(b, w...)
+		n += wl
+	}
+	return append(b, '\n')
 }
 
 // Config is the runtime configuration: what UserConfig.Config produces from
@@ -288,9 +252,18 @@ type Config struct {
 	// NewHandler makes the handler of each player once the session has
 	// logged it in (see session.Config.NewHandler), after the server gave
 	// it a player slot. It is called from many sessions' goroutines at
-	// once. Nil means session.Gate(DisconnectMessage). AcceptedProtocols
+	// once. Nil means the built-in handler Handler names. AcceptedProtocols
 	// and Encryption apply whatever it is.
 	NewHandler func(*session.Session) (session.Handler, error)
+	// Handler is the built-in handler used when NewHandler is nil:
+	// HandlerGate (the zero value's default) disconnects every player with
+	// DisconnectMessage; HandlerLobby lets them into a lobby (session/lobby)
+	// that greets them with Greeting, made by New and closed first on
+	// shutdown. It is server.handler in config.toml.
+	Handler BuiltinHandler
+	// Greeting is the lobby's greeting with HandlerLobby; empty means
+	// lobby.DefaultGreeting.
+	Greeting string
 	// Encryption runs the Bedrock encryption handshake with every client
 	// after its Login (see session.Config.Encryption), with one P-384 key
 	// per Server. False (the zero value) leaves batches unencrypted;
@@ -392,6 +365,13 @@ type Config struct {
 	// Sockets is how many UDP sockets each listener opens on its address
 	// (raknet.ListenConfig.Sockets); 0 means 1.
 	Sockets int
+	// PublicAddress is the address players reach the server at when it
+	// is not the one it listens on (a load balancer, a tunnel, a NAT).
+	// Its port is advertised in pongs as the IPv4 port (and the IPv6
+	// port too for an IPv6 address): clients connect to the advertised
+	// port, so without it they would bypass a balancer on another port.
+	// The zero value means the listening ports.
+	PublicAddress netip.AddrPort
 	// MaxMTU is the largest RakNet datagram in bytes; 0 means
 	// raknet.DefaultMaxMTU.
 	MaxMTU int
@@ -430,43 +410,6 @@ type Config struct {
 	noOfflineLimits bool
 }
 
-// DefaultUserConfig returns the configuration config.toml holds when first
-// written: every key at its default.
-func DefaultUserConfig() UserConfig {
-	var uc UserConfig
-	uc.Network.AddressV4 = "0.0.0.0:19132"
-	uc.Network.AddressV6 = "[::]:19133"
-	uc.Network.LANDiscovery = true
-	uc.Network.Query = true
-	uc.Network.TrustedProxies = []string{}
-	uc.Network.Sockets = 1
-	uc.Network.Encryption = true
-	uc.Server.Name = "Basalt"
-	uc.Server.LevelName = "Bedrock level"
-	uc.Server.Edition = string(motd.EditionBedrock)
-	uc.Server.GameMode = "Survival"
-	uc.Server.MaxPlayers = 20
-	uc.Server.Version = session.CurrentVersion
-	uc.Server.Protocol = int(session.CurrentProtocol)
-	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
-	uc.Server.DisconnectMessage = "Basalt is a skeleton server: you, " + session.PlayerPlaceholder +
-		", have reached it, but there is no world here yet."
-	uc.Server.ShutdownMessage = DefaultShutdownMessage
-	uc.Server.Handler = handlerGate
-	uc.Server.Greeting = lobby.DefaultGreeting
-	uc.Server.GUIDFile = "server_guid"
-	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
-	uc.Log.Level = "info"
-	uc.Log.Format = "console"
-	uc.RakNet.MaxMTU = 1400
-	uc.RakNet.MaxConnections = 0
-	uc.RakNet.Timeout = "10s"
-	uc.RakNet.ProtocolVersions = []int{11, 10}
-	uc.RakNet.MaxConnectionsPerIP = 16
-	uc.RakNet.MemoryBudget = 128 << 20
-	return uc
-}
-
 // LoadConfig reads the TOML file at path over the defaults, so a missing key
 // keeps its default, and validates the result. If the file does not exist it
 // is created with the commented default configuration and the defaults are
@@ -477,7 +420,7 @@ func LoadConfig(path string) (UserConfig, error) {
 	uc.dir = filepath.Dir(path)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeNew(path, []byte(configTemplate), 0o644); err == nil {
+		if err := writeNew(path, DefaultConfigFile(), 0o644); err == nil {
 			return uc, nil
 		} else if !errors.Is(err, fs.ErrExist) {
 			return UserConfig{}, fmt.Errorf("write default config: %w", err)
@@ -583,6 +526,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		LANDiscovery:      uc.Network.LANDiscovery,
 		Query:             uc.Network.Query,
 		Sockets:           uc.Network.Sockets,
+		PublicAddress:     mustPublicAddress(uc.Network.PublicAddress),
 		Encryption:        uc.Network.Encryption,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
@@ -593,6 +537,8 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		Protocol:          int32(uc.Server.Protocol),
 		DisconnectMessage: uc.Server.DisconnectMessage,
 		ShutdownMessage:   uc.Server.ShutdownMessage,
+		Handler:           BuiltinHandler(uc.Server.Handler),
+		Greeting:          uc.Server.Greeting,
 		GUIDFile:          uc.Server.GUIDFile,
 		MaxMTU:            uc.RakNet.MaxMTU,
 		MaxConnections:    uc.RakNet.MaxConnections,
@@ -607,17 +553,6 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	for _, p := range uc.Network.TrustedProxies {
 		pp, _ := parseProxyPrefix(p) // checked by Validate
 		c.TrustedProxies = append(c.TrustedProxies, pp)
-	}
-	if uc.Server.Handler == handlerLobby {
-		// The server's shutdown closes the lobby first, which disconnects
-		// its players with shutdown_message and announces no departures.
-		lby := lobby.New(lobby.Config{
-			Greeting:  uc.Server.Greeting,
-			WorldName: uc.Server.LevelName,
-			Log:       log,
-		})
-		c.NewHandler = lby.NewHandler
-		c.OnShutdown = lby.Shutdown
 	}
 	for _, v := range uc.RakNet.ProtocolVersions {
 		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))
@@ -690,4 +625,10 @@ func randomGUID() int64 {
 			return guid
 		}
 	}
+}
+
+// mustPublicAddress parses a network.public_address Validate accepted.
+func mustPublicAddress(s string) netip.AddrPort {
+	ap, _ := parsePublicAddress(s) // checked by Validate
+	return ap
 }

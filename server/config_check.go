@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 )
 
@@ -54,8 +55,11 @@ func (uc UserConfig) Validate() error {
 	if n.ProxyProtocol && len(n.TrustedProxies) == 0 {
 		add("network.trusted_proxies", "is empty; network.proxy_protocol needs the proxies' addresses")
 	}
-	if n.Sockets < 1 || n.Sockets > 64 {
-		add("network.sockets", "%d is outside 1-64", n.Sockets)
+	if _, err := parsePublicAddress(n.PublicAddress); err != nil {
+		add("network.public_address", "%q: %v", n.PublicAddress, err)
+	}
+	if n.Sockets < 1 || n.Sockets > raknet.MaxSockets {
+		add("network.sockets", "%d is outside 1-%d", n.Sockets, raknet.MaxSockets)
 	}
 
 	// [server]
@@ -89,8 +93,8 @@ func (uc UserConfig) Validate() error {
 	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
 		add("server.disconnect_message", "%v", err)
 	}
-	if s.Handler != handlerGate && s.Handler != handlerLobby {
-		add("server.handler", "%q is not %q or %q", s.Handler, handlerGate, handlerLobby)
+	if h := BuiltinHandler(s.Handler); h != HandlerGate && h != HandlerLobby {
+		add("server.handler", "%q is not %q or %q", s.Handler, HandlerGate, HandlerLobby)
 	}
 	if err := checkPlaceholders(s.Greeting); err != nil {
 		add("server.greeting", "%v", err)
@@ -111,8 +115,8 @@ func (uc UserConfig) Validate() error {
 
 	// [raknet]
 	r := uc.RakNet
-	if r.MaxMTU < minMTU || r.MaxMTU > maxMTU {
-		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, minMTU, maxMTU)
+	if r.MaxMTU < raknet.MinMTU || r.MaxMTU > raknet.MaxMTU {
+		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, raknet.MinMTU, raknet.MaxMTU)
 	}
 	switch {
 	case r.MaxConnections < 0:
@@ -153,6 +157,35 @@ func parseProxyPrefix(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(ip, ip.BitLen()), nil
 	}
 	return netip.ParsePrefix(s)
+}
+
+// parsePublicAddress parses network.public_address: empty (not set, the
+// zero value), or an IP literal and a port players can be sent to, so no
+// unspecified, multicast or zone-qualified address and no port 0.
+func parsePublicAddress(s string) (netip.AddrPort, error) {
+	if s == "" {
+		return netip.AddrPort{}, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("not \"IP:port\" or \"[IPv6]:port\": %w", err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return netip.AddrPort{}, fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err != nil:
+		return netip.AddrPort{}, fmt.Errorf("host %q is not an IP address (names are not resolved)", host)
+	case ip.Zone() != "":
+		return netip.AddrPort{}, fmt.Errorf("host %q has a zone, which players elsewhere cannot use", host)
+	case ip.IsUnspecified():
+		return netip.AddrPort{}, fmt.Errorf("host %q is the unspecified address; give the one players reach", host)
+	case ip.IsMulticast():
+		return netip.AddrPort{}, fmt.Errorf("host %q is a multicast address", host)
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), nil
 }
 
 // checkDuration checks a Go duration string that must be more than 0 and at

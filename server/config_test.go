@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"flag"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,8 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/rs/zerolog"
 )
 
@@ -32,9 +36,14 @@ func TestDefaultUserConfigIsValid(t *testing.T) {
 	}
 }
 
-func TestTemplateDecodesToDefaults(t *testing.T) {
+// update rewrites the repository's config.toml from DefaultConfigFile.
+var update = flag.Bool("update", false, "rewrite ../config.toml from DefaultConfigFile")
+
+// TestConfigFileDecodesToDefaults checks the encoded file says what
+// DefaultUserConfig holds, so the file written on first run changes nothing.
+func TestConfigFileDecodesToDefaults(t *testing.T) {
 	var got UserConfig
-	if err := decodeStrict([]byte(configTemplate), &got); err != nil {
+	if err := decodeStrict(DefaultConfigFile(), &got); err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
 	if want := DefaultUserConfig(); !reflect.DeepEqual(got, want) {
@@ -42,13 +51,51 @@ func TestTemplateDecodesToDefaults(t *testing.T) {
 	}
 }
 
-func TestRepoConfigMatchesTemplate(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "config.toml"))
+// TestConfigFile holds the repository's config.toml to DefaultConfigFile;
+// with -update it rewrites it.
+func TestConfigFile(t *testing.T) {
+	path := filepath.Join("..", "config.toml")
+	want := DefaultConfigFile()
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(b); got != configTemplate {
-		t.Errorf("config.toml differs from configTemplate in server/config.go:\ngot:\n%s\nwant:\n%s", got, configTemplate)
+	if !bytes.Equal(got, want) {
+		t.Errorf("config.toml differs from DefaultConfigFile; run go test ./server -run TestConfigFile -update\ngot:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestConfigFileComments checks every key and table of the file is
+// commented and no comment line is wider than 80 columns.
+func TestConfigFileComments(t *testing.T) {
+	prev := ""
+	for i, line := range strings.Split(strings.TrimSuffix(string(DefaultConfigFile()), "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); strings.HasPrefix(line, "#") && n > 80 {
+			t.Errorf("line %d: %d columns, want at most 80: %s", i+1, n, line)
+		}
+		if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "[") && !strings.HasPrefix(prev, "#") {
+			t.Errorf("line %d: key without a comment: %s", i+1, line)
+		}
+		prev = line
+	}
+}
+
+func TestAppendWrapped(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"key = 1", "key = 1\n"},
+		{"# short", "# short\n"},
+		{"# " + strings.Repeat("word ", 20) + "end", "# " + strings.TrimSpace(strings.Repeat("word ", 15)) + "\n# " + strings.Repeat("word ", 5) + "end\n"},
+		{"# " + strings.Repeat("x", 100), "# " + strings.Repeat("x", 100) + "\n"},
+	}
+	for _, tc := range tests {
+		if got := string(appendWrapped(nil, tc.in)); got != tc.want {
+			t.Errorf("appendWrapped(%q): got %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 
@@ -67,7 +114,7 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read written file: %v", err)
 	}
-	if string(b) != configTemplate {
+	if !bytes.Equal(b, DefaultConfigFile()) {
 		t.Errorf("written file: got %q, want the template", b)
 	}
 
@@ -178,6 +225,15 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"trusted proxy not a prefix", "[network]\ntrusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n", "network.trusted_proxies[1]", "10.0.0.0/33"},
 		{"trusted proxy a name", "[network]\ntrusted_proxies = [\"proxy.example\"]\n", "network.trusted_proxies[0]", "CIDR"},
 		{"proxy protocol without proxies", "[network]\nproxy_protocol = true\n", "network.trusted_proxies", "proxy_protocol needs"},
+		{"public address without port", "[network]\npublic_address = \"203.0.113.5\"\n", "network.public_address", "IP:port"},
+		{"public address a name", "[network]\npublic_address = \"play.example:19132\"\n", "network.public_address", "not an IP address"},
+		{"public address port 0", "[network]\npublic_address = \"203.0.113.5:0\"\n", "network.public_address", "1 to 65535"},
+		{"public address port too big", "[network]\npublic_address = \"203.0.113.5:65536\"\n", "network.public_address", "1 to 65535"},
+		{"public address unspecified", "[network]\npublic_address = \"0.0.0.0:19132\"\n", "network.public_address", "unspecified"},
+		{"public address IPv6 unspecified", "[network]\npublic_address = \"[::]:19132\"\n", "network.public_address", "unspecified"},
+		{"public address multicast", "[network]\npublic_address = \"224.0.0.1:19132\"\n", "network.public_address", "multicast"},
+		{"public address zone", "[network]\npublic_address = \"[fe80::1%eth0]:19132\"\n", "network.public_address", "zone"},
+		{"public address IPv6 without brackets", "[network]\npublic_address = \"2001:db8::1:19132\"\n", "network.public_address", "[IPv6]:port"},
 		{"no sockets", "[network]\nsockets = 0\n", "network.sockets", "1-64"},
 		{"too many sockets", "[network]\nsockets = 65\n", "network.sockets", "1-64"},
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
@@ -295,6 +351,8 @@ func TestConfig(t *testing.T) {
 		AcceptedProtocols:   []int32{2193},
 		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
 		ShutdownMessage:     "Server closed.",
+		Handler:             HandlerGate,
+		Greeting:            lobby.DefaultGreeting,
 		GUIDFile:            guidFile,
 		GUID:                guid,
 		LoginTimeout:        10 * time.Second,
@@ -366,6 +424,26 @@ func TestConfigConversions(t *testing.T) {
 			want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::1/128")}
 			if !c.ProxyProtocol || !slices.Equal(c.TrustedProxies, want) {
 				t.Errorf("got %v %v, want true %v", c.ProxyProtocol, c.TrustedProxies, want)
+			}
+		}},
+		{"no public address", func(uc *UserConfig) {}, func(t *testing.T, c Config) {
+			if c.PublicAddress.IsValid() {
+				t.Errorf("got %v, want the zero value", c.PublicAddress)
+			}
+		}},
+		{"public address", func(uc *UserConfig) { uc.Network.PublicAddress = "203.0.113.5:25000" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:25000"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"public IPv6 address", func(uc *UserConfig) { uc.Network.PublicAddress = "[2001:db8::7]:19133" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("[2001:db8::7]:19133"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c Config) {
+			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
+				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c Config) {

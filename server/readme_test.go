@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,4 +44,82 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 			t.Errorf("README.md lacks %q", line)
 		}
 	}
+}
+
+// configKeys returns each key of DefaultConfigFile as "table.key" with its
+// value's TOML text, in file order.
+func configKeys(t *testing.T) (keys, values []string) {
+	t.Helper()
+	table := ""
+	for line := range strings.Lines(string(DefaultConfigFile())) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "["):
+			table = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, " = ")
+			if !ok {
+				t.Fatalf("config file line %q is not key = value", line)
+			}
+			keys = append(keys, table+"."+k)
+			values = append(values, v)
+		}
+	}
+	return keys, values
+}
+
+// TestREADMEConfigTable holds README.md's configuration reference to
+// DefaultConfigFile: one row per key, in the file's order, with the file's
+// default.
+func TestREADMEConfigTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(readme), "## Configuration reference")
+	if section == "" {
+		t.Fatal("README.md: no \"## Configuration reference\" section")
+	}
+	var rows, defaults []string
+	for line := range strings.Lines(section) {
+		cells := strings.SplitN(line, " | ", 3)
+		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		rows = append(rows, strings.Trim(cells[0], "| `"))
+		defaults = append(defaults, cells[1])
+	}
+	keys, values := configKeys(t)
+	for i, k := range keys {
+		want := "`" + values[i] + "`"
+		j := slices.Index(rows, k)
+		switch {
+		case j < 0:
+			t.Errorf("README.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
+		case defaults[j] != want:
+			t.Errorf("README.md %s: default %s, want %s", k, defaults[j], want)
+		case j != i && i < len(rows):
+			t.Errorf("README.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
+		}
+	}
+	for _, r := range rows {
+		if !slices.Contains(keys, r) {
+			t.Errorf("README.md has a row for %s, which config.toml does not have", r)
+		}
+	}
+}
+
+// readmeSection returns the text of README.md under heading, up to the next
+// heading of the same level.
+func readmeSection(readme, heading string) string {
+	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
+	if !ok {
+		return ""
+	}
+	level := heading[:strings.IndexByte(heading, ' ')+1]
+	if i := strings.Index(rest, "\n"+level); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }

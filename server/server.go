@@ -108,20 +108,25 @@ func (c Config) New() *Server {
 		nop := zerolog.Nop()
 		c.Log = &nop
 	}
+	d := DefaultUserConfig()
 	if c.AddressV4 == "" && c.AddressV6 == "" {
-		c.AddressV4, c.AddressV6 = "0.0.0.0:19132", "[::]:19133"
+		c.AddressV4, c.AddressV6 = d.Network.AddressV4, d.Network.AddressV6
 	}
-	c.LANAddressV4 = cmp(c.LANAddressV4, "0.0.0.0:"+strconv.Itoa(LANPortV4))
-	c.LANAddressV6 = cmp(c.LANAddressV6, "[::]:"+strconv.Itoa(LANPortV6))
-	c.Name = cmp(c.Name, "Basalt")
-	c.LevelName = cmp(c.LevelName, "Bedrock level")
-	c.Edition = cmp(c.Edition, motd.EditionBedrock)
-	c.GameMode = cmp(c.GameMode, "Survival")
+	c.LANAddressV4 = cmp(c.LANAddressV4, net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4)))
+	c.LANAddressV6 = cmp(c.LANAddressV6, net.JoinHostPort("::", strconv.Itoa(LANPortV6)))
+	c.Name = cmp(c.Name, d.Server.Name)
+	c.LevelName = cmp(c.LevelName, d.Server.LevelName)
+	c.Edition = cmp(c.Edition, motd.Edition(d.Server.Edition))
+	c.GameMode = cmp(c.GameMode, d.Server.GameMode)
 	if c.MaxPlayers <= 0 {
-		c.MaxPlayers = 20
+		c.MaxPlayers = d.Server.MaxPlayers
 	}
 	c.Version = cmp(c.Version, session.CurrentVersion)
 	c.Protocol = cmp(c.Protocol, session.CurrentProtocol)
+	c.Handler = cmp(c.Handler, HandlerGate)
+	if c.NewHandler == nil && c.Handler == HandlerLobby {
+		c.NewHandler, c.OnShutdown = c.newLobby()
+	}
 	if c.StatusInterval <= 0 {
 		c.StatusInterval = DefaultStatusInterval
 	}
@@ -461,6 +466,15 @@ func (srv *Server) updateStatusLocked() {
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
 	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
+	// Behind a balancer or tunnel, the port players reach. Clients that
+	// reconnect to the pong's port (gophertunnel, the game) take the
+	// IPv4 field whatever their family.
+	if pub := srv.conf.PublicAddress; pub.IsValid() {
+		st.PortV4 = pub.Port()
+		if pub.Addr().Is6() {
+			st.PortV6 = pub.Port()
+		}
+	}
 	srv.publishLocked(st)
 }
 

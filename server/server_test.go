@@ -203,6 +203,37 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+func TestStatusPublicAddress(t *testing.T) {
+	tests := []struct {
+		name    string
+		pub     string
+		samePub bool // PortV6 carries the public port too
+	}{
+		{"IPv4", "203.0.113.5:25000", false},
+		{"IPv6", "[2001:db8::7]:25001", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := netip.MustParseAddrPort(tc.pub)
+			srv := startServer(t, Config{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", PublicAddress: pub})
+			if len(srv.Addrs()) < 2 {
+				t.Skip("no IPv6 loopback")
+			}
+			st := ping(t, gameAddr(t, srv))
+			if st.PortV4 != pub.Port() {
+				t.Errorf("IPv4 port: got %d, want the public %d", st.PortV4, pub.Port())
+			}
+			want6 := port(srv.Addrs()[1])
+			if tc.samePub {
+				want6 = pub.Port()
+			}
+			if st.PortV6 != want6 {
+				t.Errorf("IPv6 port: got %d, want %d", st.PortV6, want6)
+			}
+		})
+	}
+}
+
 func TestStatusOneFamily(t *testing.T) {
 	srv := startServer(t, Config{AddressV4: "127.0.0.1:0"})
 	st := ping(t, gameAddr(t, srv))

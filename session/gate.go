@@ -9,7 +9,8 @@ const PlayerPlaceholder = "{player}"
 // DefaultGateMessage is the disconnect message of the handler a session runs
 // when Config.NewHandler is nil. PlayerPlaceholder is replaced by the
 // player's display name.
-const DefaultGateMessage = "Hello " + PlayerPlaceholder + "! This Basalt server has no world yet."
+const DefaultGateMessage = "Basalt is a skeleton server: you, " + PlayerPlaceholder +
+	", have reached it, but there is no world here yet."
 
 // Gate returns the NewHandler of the built-in gate, the handler a client
 // meets by default: it disconnects every player as soon as it has logged
