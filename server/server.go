@@ -18,6 +18,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/df-mc/atomic"
 	"github.com/rs/zerolog"
@@ -84,8 +85,9 @@ type Server struct {
 	listening bool
 	closing   bool
 	started   time.Time
-	v4, v6    *raknet.Listener   // game listeners, nil when disabled
-	lan       []*raknet.Listener // LAN discovery listeners opened
+	v4, v6    *raknet.Listener    // game listeners, nil when disabled
+	lan       []*raknet.Listener  // LAN discovery listeners opened
+	nn        *nethernet.Listener // nil unless serving NetherNet
 	sessions  map[*session.Session]*entry
 	players   int
 
@@ -235,6 +237,17 @@ func (srv *Server) Listen() error {
 		}
 		*g.l = l
 	}
+	if c.NetherNet {
+		if err := srv.listenNetherNet(); err != nil {
+			for _, l := range srv.game() {
+				_ = l.Close()
+			}
+			srv.v4, srv.v6 = nil, nil
+			srv.metrics.stop()
+			srv.metrics = nil
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
 	if c.LANDiscovery {
 		srv.listenLAN(lc)
 	}
@@ -244,12 +257,19 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.accept(l)
 	}
+	if srv.nn != nil {
+		srv.loops.Add(1)
+		go srv.acceptNetherNet(srv.nn)
+	}
 	if c.StatusProvider != nil {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
 	}
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
+	if srv.nn != nil {
+		e.Str("nethernet", srv.nn.Addr().String())
+	}
 	if len(srv.lan) > 0 {
 		e.Strs("lan", addrStrings(srv.lan))
 	}
@@ -359,7 +379,12 @@ func newServerKey() *ecdsa.PrivateKey {
 
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
-	s := session.New(netConn{c}, session.Config{
+	srv.serveConn(netConn{c})
+}
+
+// serveConn starts a session over c, of any transport, and registers it.
+func (srv *Server) serveConn(c session.Conn) {
+	s := session.New(c, session.Config{
 		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
 		AcceptedProtocols: srv.conf.AcceptedProtocols,
 		Encryption:        srv.conf.Encryption,
@@ -495,6 +520,7 @@ func (srv *Server) shutdown() {
 	close(srv.statusDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
+	nn := srv.nn
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
@@ -529,6 +555,9 @@ wait:
 	// Closing a listener closes its connections at once, which ends every
 	// session still running.
 	srv.cancel()
+	if nn != nil {
+		_ = nn.Close()
+	}
 	for _, l := range listeners {
 		_ = l.Close()
 	}
