@@ -1,0 +1,52 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// With NetherNet on, the signalling answers on TCP at the game port, the
+// NetherNet metrics are reported, and a refused offer is counted.
+func TestNetherNetListenerAndMetrics(t *testing.T) {
+	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", NetherNet: true})
+	addr := srv.NetherNetAddr()
+	if addr == nil {
+		t.Fatal("no NetherNet listener")
+	}
+	if got, want := addr.String(), gameAddr(t, srv); got != want {
+		t.Errorf("signalling on %s, want the game address %s over TCP", got, want)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Post("http://"+addr.String()+"/v1/join/1", "application/sdp", strings.NewReader("not an offer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a junk offer: %d, want 400", resp.StatusCode)
+	}
+	mfs := scrape(t, metricsURL(t, srv, "/metrics"))
+	for _, name := range netherNetMetricNames {
+		if mfs[name] == nil {
+			t.Errorf("no metric %s", name)
+		}
+	}
+	if got := value(sample(t, mfs, "basalt_nethernet_refused_total", "reason", "malformed")); got != 1 {
+		t.Errorf("malformed offers: %v, want 1", got)
+	}
+	if got := value(sample(t, mfs, "basalt_transport_sessions", "transport", "nethernet")); got != 0 {
+		t.Errorf("NetherNet sessions: %v, want 0", got)
+	}
+}
+
+// Without NetherNet the server opens no TCP listener.
+func TestNetherNetOff(t *testing.T) {
+	srv := startServer(t, Config{})
+	if a := srv.NetherNetAddr(); a != nil {
+		t.Errorf("NetherNetAddr = %v with NetherNet off", a)
+	}
+	if _, ok := srv.NetherNetStats(); ok {
+		t.Error("NetherNetStats reports a listener with NetherNet off")
+	}
+}
