@@ -5,10 +5,12 @@ go 1.26.0
 replace github.com/df-mc/go-nethernet => github.com/df-mc/go-nethernet v1.0.20
 
 require (
+	github.com/coreos/go-oidc/v3 v3.17.0
 	github.com/dchest/siphash v1.2.3
 	github.com/df-mc/atomic v1.10.0
 	github.com/df-mc/go-nethernet v1.0.20-0.20260818142457-6fc1eb6f907c
 	github.com/go-gl/mathgl v1.1.0
+	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/compress v1.20.1
 	github.com/pelletier/go-toml/v2 v2.4.3
@@ -30,11 +32,9 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.14 // indirect
-	github.com/coreos/go-oidc/v3 v3.17.0 // indirect
 	github.com/df-mc/go-playfab/v2 v2.0.2 // indirect
 	github.com/df-mc/go-xsapi/v2 v2.0.3 // indirect
 	github.com/df-mc/jsonc v1.0.5 // indirect
-	github.com/go-jose/go-jose/v4 v4.1.4 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -20,10 +20,16 @@ import (
 const bedrockTimeout = 10 * time.Second
 
 // bedrockServer starts a Basalt server on a loopback port with c (LAN
-// discovery off) and closes it when the test ends.
+// discovery off) and closes it when the test ends. It is in offline mode,
+// as the offline clients of these tests need, unless c points online mode
+// at a local issuer (c.Auth.DiscoveryURL): no test reaches the real
+// authentication service.
 func bedrockServer(t *testing.T, c server.Config) (*server.Server, string) {
 	t.Helper()
 	c.AddressV4 = "127.0.0.1:0"
+	if c.Auth.DiscoveryURL == "" {
+		c.AuthenticationDisabled = true
+	}
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatalf("Listen: %v", err)

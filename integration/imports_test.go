@@ -28,6 +28,7 @@ func TestImportDirection(t *testing.T) {
 		{mod + "/raknet/internal/guard", []string{"github.com/dchest/siphash"}},
 		{mod + "/raknet", []string{mod + "/raknet/internal/", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{mod + "/session", []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
+		{mod + "/session/auth", []string{mod + "/session", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress", "github.com/coreos/go-oidc/", "github.com/go-jose/", "golang.org/x/oauth2"}},
 		{mod + "/session/packets", []string{mod + "/session", "github.com/", "golang.org/x/"}},
 		{mod + "/session/lobby", []string{mod + "/session", "github.com/", "golang.org/x/"}},
 		{mod + "/server", []string{mod + "/session", mod + "/motd", mod + "/raknet", mod + "/server/", "github.com/", "golang.org/x/", "google.golang.org/protobuf/"}},

@@ -44,6 +44,7 @@ func netherNetServer(t *testing.T, handler string) (*server.Server, string, stri
 	if !c.NetherNet {
 		t.Fatal("network.nethernet is off by default")
 	}
+	c.AuthenticationDisabled = true // gophertunnel's offline clients
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatalf("Listen: %v", err)

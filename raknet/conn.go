@@ -170,10 +170,6 @@ type connConfig struct {
 	// handshakeTimeout bounds the handshake; 0 means timeout.
 	handshakeTimeout time.Duration
 	log              zerolog.Logger
-	// dropped, if set, also counts what the connection drops: the
-	// listener's total; amplification counts datagrams the 3× rule held
-	// back.
-	dropped, amplification *atomic.Uint64
 	// account is the connection's share of its listener's memory budget;
 	// nil for dialed connections and listeners without one.
 	account *account
@@ -308,7 +304,7 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 	}
 	c.layer = reliability.New(reliability.Config{
 		Budget:          budget,
-		MaxDatagram:     mtu - overhead(raddr),
+		MaxDatagram:     udpPayload(mtu, raddr),
 		Deliver:         c.deliver,
 		Receipt:         c.receipt,
 		MaxSendBuffer:   cfg.sendBuffer,
@@ -400,9 +396,7 @@ func waitOn(ch *chan struct{}) chan struct{} {
 // drop counts a malformed datagram or message.
 func (c *Conn) drop() {
 	c.dropped++
-	if c.cfg.dropped != nil {
-		c.cfg.dropped.Add(1)
-	}
+	c.ep.n.dropped.Add(1)
 }
 
 // receipt records a receipt from the layer; unlock reports it.

@@ -41,9 +41,7 @@ func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
 			// Over the budget: the datagram is lost to the layer, which
 			// resends it once the peer has sent more.
 			datagramBuffers.Put(bp)
-			if c.cfg.amplification != nil {
-				c.cfg.amplification.Add(1)
-			}
+			c.ep.n.amplification.Add(1)
 			return
 		}
 		c.ampOut += len(*bp) * copies

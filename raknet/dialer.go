@@ -11,10 +11,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// dialMTUs are the MTUs a dialer probes, largest first, like the vanilla
-// client.
-var dialMTUs = []int{1492, 1200, 576}
-
 const (
 	// dialAttempts is how many times each MTU is probed.
 	dialAttempts = 3

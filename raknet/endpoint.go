@@ -18,16 +18,6 @@ import (
 const (
 	// socketBuffer is the kernel buffer size requested for sockets.
 	socketBuffer = 4 << 20
-	// maxDatagramIn is the largest datagram read: the UDP payload of the
-	// largest MTU, IP and UDP headers included, which leaves headroom for
-	// peers that overshoot their MTU (some send ~1480 bytes at MTU 1492).
-	// Anything larger is no RakNet datagram and is dropped before it is
-	// decoded, so a peer cannot make us parse 64 KiB of ACK records.
-	maxDatagramIn = MaxMTU
-	// ipv4Overhead and ipv6Overhead are the IP + UDP header sizes an MTU
-	// includes.
-	ipv4Overhead = 28
-	ipv6Overhead = 48
 	// readErrorBackoff is the pause after a failed socket read that is not
 	// a close, so an error that repeats (ICMP unreachable reported on
 	// read) cannot spin the reader.
@@ -43,26 +33,6 @@ const (
 	// nothing, and each holds its reader and its buffers.
 	maxSockets = 64
 )
-
-// overhead returns the IP + UDP header size for a peer.
-func overhead(ap netip.AddrPort) int {
-	if ap.Addr().Unmap().Is4() {
-		return ipv4Overhead
-	}
-	return ipv6Overhead
-}
-
-// clampMTU keeps an MTU within [MinMTU, limit].
-func clampMTU(mtu, limit int) int { return min(max(mtu, MinMTU), limit) }
-
-// maxMTUOr returns the configured MTU cap clamped to [MinMTU, MaxMTU], or
-// def when none is configured.
-func maxMTUOr(configured, def int) int {
-	if configured == 0 {
-		return def
-	}
-	return clampMTU(configured, MaxMTU)
-}
 
 // newGUID returns a random GUID. Client GUIDs are negative, as vanilla
 // clients send them (some servers, go-raknet among them, refuse the
@@ -110,12 +80,12 @@ type endpoint struct {
 	once  sync.Once
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
-	oversize  atomic.Uint64 // datagrams dropped for their size
 	// closing stops the readers from collecting writes into their
 	// batches: set by stopBatching, before the last datagrams leave.
 	closing atomic.Bool
-	// traffic counts what the socket carried, for Listener.Stats.
-	traffic traffic
+	// n counts what the sockets carried and what they dropped for its
+	// size; a Listener counts into the same set.
+	n *counters
 
 	mu sync.Mutex
 	// recent holds, until when, the peers that closed their connection:
@@ -167,7 +137,7 @@ func newEndpoint(pc net.PacketConn) *endpoint { return newEndpointSize(dialBatch
 // buffers so bursts from many peers do not overflow them (failing to is
 // harmless).
 func newEndpointSize(batch int, pcs ...net.PacketConn) *endpoint {
-	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{})}
+	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{}), n: new(counters)}
 	for _, pc := range pcs {
 		s := &socket{pc: pc}
 		if udp, ok := pc.(*net.UDPConn); ok {
@@ -272,12 +242,12 @@ func (e *endpoint) readSocket(s *socket, handle handler) {
 			continue
 		}
 		s.received.Add(1)
-		e.traffic.in(n)
+		e.n.in(n)
 		if n == 0 {
 			continue
 		}
 		if n > maxDatagramIn {
-			e.oversize.Add(1)
+			e.n.oversize.Add(1)
 			continue
 		}
 		handle(buf[:n], from, time.Now())
@@ -303,12 +273,12 @@ func (e *endpoint) readBatches(s *socket, handle handler) {
 		s.mu.Unlock()
 		for i := range n {
 			b, from, truncated := s.bio.message(i)
-			e.traffic.in(len(b))
+			e.n.in(len(b))
 			if len(b) == 0 {
 				continue
 			}
 			if truncated || len(b) > maxDatagramIn {
-				e.oversize.Add(1)
+				e.n.oversize.Add(1)
 				continue
 			}
 			s.cur.Store(peerTag(from))
@@ -359,7 +329,7 @@ func peerTag(ap netip.AddrPort) uint64 {
 // the rest of its batch's replies; any other leaves at once. An error of
 // a queued write is counted when it is sent, not returned.
 func (e *endpoint) write(b []byte, ap netip.AddrPort) error {
-	e.traffic.out(len(b))
+	e.n.out(len(b))
 	tag := peerTag(ap)
 	for _, s := range e.socks {
 		if s.bio != nil && s.cur.Load() == tag && e.queue(s, b, ap) {

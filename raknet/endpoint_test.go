@@ -145,7 +145,7 @@ func testDropsOversize(t *testing.T) {
 			t.Fatalf("no %d-byte datagram handled", want)
 		}
 	}
-	if n := e.oversize.Load(); n != 2 {
+	if n := e.n.oversize.Load(); n != 2 {
 		t.Errorf("oversize: got %d, want 2", n)
 	}
 	e.close()

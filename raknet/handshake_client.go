@@ -86,7 +86,7 @@ func (h *initiator) poll(dst []byte, now time.Time) ([]byte, time.Time) {
 	h.tries++
 	h.due = now.Add(h.retry)
 	if h.phase == phaseProbe {
-		req := wire.OpenConnectionRequest1{Protocol: h.proto, Size: h.mtus[h.idx] - overhead(h.server)}
+		req := wire.OpenConnectionRequest1{Protocol: h.proto, Size: udpPayload(h.mtus[h.idx], h.server)}
 		return req.Append(dst), h.due
 	}
 	return h.req2.Append(dst), h.due
@@ -127,7 +127,7 @@ func (h *initiator) handle(b []byte, now time.Time) (done bool, err error) {
 			return false, nil
 		}
 		h.probed = h.mtus[h.idx]
-		h.mtu = max(min(int(m.MTU), h.probed), MinMTU)
+		h.mtu = clampMTU(int(m.MTU), h.probed)
 		h.req2 = wire.OpenConnectionRequest2{ServerAddr: h.server, MTU: uint16(h.mtu), ClientGUID: h.guid}
 		if m.Security {
 			h.req2.HasCookie, h.req2.Cookie = true, m.Cookie
@@ -154,9 +154,7 @@ func (h *initiator) handle(b []byte, now time.Time) (done bool, err error) {
 		if _, err := h.reply2.Decode(b); err != nil {
 			return false, nil
 		}
-		if h.reply2.MTU >= MinMTU && int(h.reply2.MTU) < h.mtu {
-			h.mtu = int(h.reply2.MTU)
-		}
+		h.mtu = lowerMTU(h.mtu, int(h.reply2.MTU))
 		h.phase = phaseOpen
 		return true, nil
 	case h.phase != phaseOpen && wire.IsNotice(b[0]):

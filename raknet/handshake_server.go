@@ -58,7 +58,7 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort, now time.Time) ([
 	if _, err := m.Decode(b); err != nil {
 		return dst, err
 	}
-	if m.Size+overhead(from) < MinMTU {
+	if probedMTU(m.Size, from) < MinMTU {
 		// No real client probes below the minimum MTU; answering would
 		// send more than such a request carries.
 		return dst, errShortProbe
@@ -67,7 +67,7 @@ func (r *responder) reply1(dst, b []byte, from netip.AddrPort, now time.Time) ([
 		reply := wire.IncompatibleProtocolVersion{Protocol: r.protocols[0], ServerGUID: r.guid}
 		return reply.Append(dst), nil
 	}
-	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(m.Size+overhead(from), r.maxMTU))}
+	reply := wire.OpenConnectionReply1{ServerGUID: r.guid, MTU: uint16(clampMTU(probedMTU(m.Size, from), r.maxMTU))}
 	if r.cookies != nil && m.Protocol >= minCookieProtocol {
 		reply.Security, reply.Cookie = true, r.cookies.Issue(key(from), m.Protocol, now)
 	}
@@ -93,7 +93,14 @@ const (
 	r2AlreadyConnected
 	// r2Full: no room: NoFreeIncomingConnections.
 	r2Full
-	// r2Drop: nothing is answered.
+	// r2PerIPFull: the peer's IP has as many established connections as
+	// it may: NoFreeIncomingConnections.
+	r2PerIPFull
+	// r2RateLimited: the peer's IP started too many handshakes lately:
+	// nothing is answered.
+	r2RateLimited
+	// r2Drop: the pool of unproven handshakes is full: nothing is
+	// answered.
 	r2Drop
 )
 
@@ -109,6 +116,10 @@ func (a r2Action) String() string {
 		return "already-connected"
 	case r2Full:
 		return "full"
+	case r2PerIPFull:
+		return "per-ip-full"
+	case r2RateLimited:
+		return "rate-limited"
 	default:
 		return "drop"
 	}
@@ -133,6 +144,13 @@ type r2State struct {
 	// full reports that established connections are at their cap;
 	// pendingFull that the pool of handshakes the request would join is.
 	full, pendingFull bool
+	// ipFull reports that the peer's IP has as many established
+	// connections as it may.
+	ipFull bool
+	// ipRate, if set, charges the peer's IP for a handshake and reports
+	// whether its rate allowed it. It is called only for a proven request
+	// about to be accepted, so that a retry or a refusal costs nothing.
+	ipRate func() bool
 }
 
 // r2Decision is the responder's answer to an OpenConnectionRequest2.
@@ -144,10 +162,29 @@ type r2Decision struct {
 	proven bool
 	mtu    int   // the MTU granted (r2Accept, r2Replace)
 	guid   int64 // the client's GUID
-	// reply is the datagram to send: Reply2 (r2Accept, r2Replace, and the
-	// stored one for r2Resend), AlreadyConnected or
-	// NoFreeIncomingConnections.
+	// reply is the datagram to send, appended to the caller's buffer:
+	// Reply2 (r2Accept, r2Replace, and a copy of the stored one for
+	// r2Resend), AlreadyConnected or NoFreeIncomingConnections; empty
+	// for r2Drop and r2RateLimited.
 	reply []byte
+}
+
+// count adds a decision that creates no connection to the counters it
+// belongs to; st is the state it was made in.
+func (d *r2Decision) count(n *counters, st *r2State) {
+	switch d.action {
+	case r2Full:
+		n.refused.Add(1)
+		if !st.full {
+			n.poolFull.Add(1)
+		}
+	case r2AlreadyConnected:
+		n.alreadyConnected.Add(1)
+	case r2Drop:
+		n.poolFull.Add(1)
+	case r2PerIPFull, r2RateLimited:
+		n.perIPLimited.Add(1)
+	}
 }
 
 // check2 decodes an OpenConnectionRequest2 from a peer at now and checks
@@ -174,12 +211,14 @@ func (r *responder) check2(b []byte, from netip.AddrPort, now time.Time) (m wire
 
 // request2 decides what a checked OpenConnectionRequest2 from a peer
 // leads to. One without a cookie is admitted only into the pool of
-// unproven handshakes, and never displaces a connection.
+// unproven handshakes, and never displaces a connection; the per-IP cap
+// and rate apply to proven ones.
 func (r *responder) request2(dst []byte, m *wire.OpenConnectionRequest2, proven bool, from netip.AddrPort, st r2State) r2Decision {
 	d := r2Decision{guid: m.ClientGUID, action: r2Accept, proven: proven}
 	switch {
 	case st.live != nil && st.live.guid == m.ClientGUID:
-		d.action, d.reply = r2Resend, st.live.reply2
+		// A retried request: answered the same way.
+		d.action, d.reply = r2Resend, append(dst, st.live.reply2...)
 		return d
 	case st.live != nil && (st.live.established || !proven):
 		// An established connection is never displaced by a request, nor
@@ -190,15 +229,23 @@ func (r *responder) request2(dst []byte, m *wire.OpenConnectionRequest2, proven 
 	case st.live != nil:
 		// The replaced handshake leaves its room in the pool to this one.
 		d.action, st.pendingFull = r2Replace, false
+	case proven && st.ipFull:
+		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: r.guid}
+		d.action, d.reply = r2PerIPFull, reply.Append(dst)
+		return d
 	}
 	if !proven && st.unprovenFull {
 		// An unproven address gets no reply it could be reflected with.
-		d.action = r2Drop
+		d.action, d.reply = r2Drop, dst
 		return d
 	}
 	if st.full || (proven && st.pendingFull) {
 		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: r.guid}
 		d.action, d.reply = r2Full, reply.Append(dst)
+		return d
+	}
+	if proven && st.ipRate != nil && !st.ipRate() {
+		d.action, d.reply = r2RateLimited, dst
 		return d
 	}
 	d.mtu = clampMTU(int(m.MTU), r.maxMTU)

@@ -97,6 +97,8 @@ func TestResponderRequest2(t *testing.T) {
 	}
 	pending := &peerView{guid: -1, reply2: d.reply}
 	established := &peerView{guid: -1, reply2: d.reply, established: true}
+	allow := func() bool { return true }
+	deny := func() bool { return false }
 	for _, tc := range []struct {
 		name   string
 		guid   int64
@@ -116,18 +118,40 @@ func TestResponderRequest2(t *testing.T) {
 		{"unproven, its pool full", -3, false, r2State{unprovenFull: true}, r2Drop, 0},
 		{"unproven at a handshake", -2, false, r2State{live: pending}, r2AlreadyConnected, wire.IDAlreadyConnected},
 		{"unproven retry", -1, false, r2State{live: pending, unprovenFull: true}, r2Resend, 0},
+		{"its IP at its cap", -3, true, r2State{ipFull: true}, r2PerIPFull, wire.IDNoFreeIncomingConnections},
+		{"its IP at its cap, all full", -3, true, r2State{ipFull: true, full: true, ipRate: allow}, r2PerIPFull, wire.IDNoFreeIncomingConnections},
+		{"unproven, its IP at its cap", -3, false, r2State{ipFull: true}, r2Accept, 0},
+		{"within its IP's rate", -3, true, r2State{ipRate: allow}, r2Accept, 0},
+		{"over its IP's rate", -3, true, r2State{ipRate: deny}, r2RateLimited, 0},
+		{"replacing, over its IP's rate", -2, true, r2State{live: pending, ipRate: deny}, r2RateLimited, 0},
+		{"retry, over its IP's rate", -1, true, r2State{live: pending, ipRate: deny}, r2Resend, 0},
+		{"full, over its IP's rate", -3, true, r2State{full: true, ipRate: deny}, r2Full, wire.IDNoFreeIncomingConnections},
+		{"unproven, over its IP's rate", -3, false, r2State{ipRate: deny}, r2Accept, 0},
 	} {
+		// The rate is charged only for a proven request about to be
+		// accepted.
+		charged := 0
+		if rate := tc.st.ipRate; rate != nil {
+			tc.st.ipRate = func() bool { charged++; return rate() }
+		}
+		wantCharged := 0
+		if tc.st.ipRate != nil && tc.proven && (tc.want == r2Accept || tc.want == r2Replace || tc.want == r2RateLimited) {
+			wantCharged = 1
+		}
 		d := r.request2(nil, req(tc.guid, 1000), tc.proven, from, tc.st)
 		if d.action != tc.want || d.proven != tc.proven {
 			t.Errorf("%s: got %v (proven %v), want %v", tc.name, d.action, d.proven, tc.want)
 			continue
+		}
+		if charged != wantCharged {
+			t.Errorf("%s: rate charged %d times, want %d", tc.name, charged, wantCharged)
 		}
 		switch {
 		case tc.want == r2Resend && !bytes.Equal(d.reply, pending.reply2):
 			t.Errorf("%s: reply % x, want the stored one", tc.name, d.reply)
 		case tc.want == r2Replace && d.mtu != 1000:
 			t.Errorf("%s: MTU %d, want 1000", tc.name, d.mtu)
-		case tc.want == r2Drop && len(d.reply) != 0:
+		case (tc.want == r2Drop || tc.want == r2RateLimited) && len(d.reply) != 0:
 			t.Errorf("%s: reply % x, want none", tc.name, d.reply)
 		case tc.notice != 0 && notice(d.reply) != tc.notice:
 			t.Errorf("%s: notice %#x, want %#x", tc.name, notice(d.reply), tc.notice)

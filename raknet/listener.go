@@ -17,13 +17,6 @@ import (
 
 // Listener defaults and bounds.
 const (
-	// DefaultMaxMTU is the MTU granted unless configured: vanilla BDS uses
-	// 1400 and larger values break some devices and routers.
-	DefaultMaxMTU = 1400
-	// MinMTU is the smallest MTU granted.
-	MinMTU = 576
-	// MaxMTU is the largest MTU RakNet probes.
-	MaxMTU = 1492
 	// DefaultAcceptQueue is how many established connections may wait for
 	// Accept.
 	DefaultAcceptQueue = 256
@@ -180,9 +173,9 @@ type ListenConfig struct {
 	// it runs on several goroutines at once, so it must be safe for
 	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
-	// ProxyProtocol makes the listener take PROXY protocol v2 headers,
-	// which tunnels and DDoS filters (playit.gg, frp, TCPShield-style)
-	// put in front of the datagrams they forward, from the sources in
+	// ProxyProtocol makes the listener take PROXY protocol headers, v2
+	// (binary) or v1 (text, as nginx sends), which tunnels, balancers and
+	// DDoS filters (playit.gg, frp, nginx, TCPShield-style) put in front of the datagrams they forward, from the sources in
 	// TrustedProxies; Listen fails if it is set and TrustedProxies is
 	// empty. The client a header names is the peer as everything else
 	// sees it: connection keys, per-IP limits, cookies, logs,
@@ -201,7 +194,8 @@ type ListenConfig struct {
 	//     (ProxyNoFlow): a trusted proxy's own traffic is not served. A
 	//     flow unused for Timeout is forgotten, and at most 8192 are
 	//     kept, the least recently used making room.
-	//   - A LOCAL header (a health check) is dropped (ProxyLocal); one
+	//   - A LOCAL (v2) or UNKNOWN (v1) header, the proxy's own traffic,
+	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
 	// A header's bytes come on top of the client's datagram; MTU
@@ -291,9 +285,8 @@ type Listener struct {
 	// ConnStats); guarded by mu.
 	retired Stats
 
-	pings, handshakes, accepted, refused, dropped                                        atomic.Uint64
-	queryAnswered                                                                        atomic.Uint64
-	cookieFailures, rateLimited, poolFull, alreadyConnected, perIPLimited, amplification atomic.Uint64
+	// n holds the counters, the endpoint's and the PROXY gates' included.
+	n *counters
 	// prefixes and replyBytes limit offline replies per source prefix and
 	// in total; ipRate limits the handshakes of each proven IP.
 	prefixes   *guard.PrefixLimiter
@@ -305,8 +298,7 @@ type Listener struct {
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
 	// budget is shared by the connections' accounts; nil without one.
-	budget         *guard.Budget
-	budgetRefusals atomic.Uint64
+	budget *guard.Budget
 	// When refusals were last summarised in the log (Unix nanoseconds),
 	// and their total then.
 	refusalLogAt   atomic.Int64
@@ -317,10 +309,8 @@ type Listener struct {
 	pending, nEstablished atomic.Int64
 
 	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
-	// which each reader makes its gate; nil without it. What the gates
-	// refuse is counted here.
-	proxy                                   *proxyGate
-	proxyUntrusted, proxyNoFlow, proxyLocal atomic.Uint64
+	// which each reader makes its gate; nil without it.
+	proxy *proxyGate
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -371,6 +361,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		conns:   make(map[netip.AddrPort]*Conn),
 		started: time.Now(),
 	}
+	l.n = l.ep.n
 	if lc.Log != nil {
 		l.log = lc.Log.With().Str("src", "raknet").Str("laddr", l.ep.local.String()).Logger()
 	}
@@ -414,7 +405,6 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
-	l.connCfg.dropped, l.connCfg.amplification = &l.dropped, &l.amplification
 	if l.cfg.MaxHandshakes <= 0 {
 		l.cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
@@ -447,18 +437,10 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.RLock()
 	n := len(l.conns)
 	l.mu.RUnlock()
-	st := ListenerStats{
-		Pings: l.pings.Load(), Handshakes: l.handshakes.Load(), Accepted: l.accepted.Load(),
-		Refused: l.refused.Load(), Dropped: l.dropped.Load() + l.ep.oversize.Load(), Connections: n,
-		Handshaking:    int(l.pending.Load() + l.unproven.Load()),
-		CookieFailures: l.cookieFailures.Load(), RateLimited: l.rateLimited.Load(), PoolFull: l.poolFull.Load(),
-		AlreadyConnected: l.alreadyConnected.Load(), PerIPLimited: l.perIPLimited.Load(),
-		Amplification: l.amplification.Load(), Oversize: l.ep.oversize.Load(), BudgetRefusals: l.budgetRefusals.Load(),
-		Established: int(l.nEstablished.Load()), DatagramsIn: l.ep.traffic.datagramsIn.Load(),
-		DatagramsOut: l.ep.traffic.datagramsOut.Load(), BytesIn: l.ep.traffic.bytesIn.Load(), BytesOut: l.ep.traffic.bytesOut.Load(),
-		QueryAnswered:  l.queryAnswered.Load(),
-		ProxyUntrusted: l.proxyUntrusted.Load(), ProxyNoFlow: l.proxyNoFlow.Load(), ProxyLocal: l.proxyLocal.Load(),
-	}
+	st := l.n.snapshot()
+	st.Connections = n
+	st.Handshaking = int(l.pending.Load() + l.unproven.Load())
+	st.Established = int(l.nEstablished.Load())
 	return st
 }
 
@@ -535,29 +517,29 @@ func (l *Listener) established(c *Conn) {
 	switch {
 	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
 		// No room for the share an established connection needs.
-		l.refused.Add(1)
-		l.budgetRefusals.Add(1)
+		l.n.refused.Add(1)
+		l.n.budgetRefusals.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
-		l.refused.Add(1)
+		l.n.refused.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
-		l.refused.Add(1)
-		l.perIPLimited.Add(1)
+		l.n.refused.Add(1)
+		l.n.perIPLimited.Add(1)
 		c.abort(net.ErrClosed, true)
 		return
 	}
 	select {
 	case l.accept <- c:
-		l.accepted.Add(1)
+		l.n.accepted.Add(1)
 		if e := l.log.Debug(); e.Enabled() {
 			e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
 		}
 	default:
-		l.refused.Add(1)
+		l.n.refused.Add(1)
 		c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
 		c.abort(net.ErrClosed, true)
 	}

@@ -1,26 +1,5 @@
 package raknet
 
-import "sync/atomic"
-
-// traffic counts the datagrams and bytes one socket read and wrote. Each
-// count is one atomic add on the path it measures, taking no lock; its
-// methods are safe for concurrent use.
-type traffic struct {
-	datagramsIn, bytesIn, datagramsOut, bytesOut atomic.Uint64
-}
-
-// in counts a datagram of n bytes read.
-func (t *traffic) in(n int) {
-	t.datagramsIn.Add(1)
-	t.bytesIn.Add(uint64(n))
-}
-
-// out counts a datagram of n bytes written.
-func (t *traffic) out(n int) {
-	t.datagramsOut.Add(1)
-	t.bytesOut.Add(uint64(n))
-}
-
 // add adds the counters of s to st: everything that only grows, not the
 // estimates (RTT, Loss, Window, InFlight, Buffered).
 func (st *Stats) add(s *Stats) {

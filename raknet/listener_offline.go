@@ -69,20 +69,20 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 		// A proxied peer's stale data is not acknowledged: the ACK would
 		// go to the client's address, not the proxy's.
 		if via != from || !l.ep.ackStale(b, from, now) {
-			l.dropped.Add(1)
+			l.n.dropped.Add(1)
 		}
 		return
 	}
 	switch b[0] {
 	case wire.IDUnconnectedPing, wire.IDUnconnectedPingOpenConnections, wire.IDOpenConnectionRequest1, wire.IDOpenConnectionRequest2:
 	default:
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 		return
 	}
 	// Every offline request costs its source prefix a token before it is
 	// even decoded: a flood from one network is cut off cheaply.
 	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
-		l.rateLimited.Add(1)
+		l.n.rateLimited.Add(1)
 		return
 	}
 	var err error
@@ -95,16 +95,16 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 	default:
 		r.out, err = l.resp.pong(r.out[:0], b, *l.pong.Load(), !l.full())
 		if err == nil && len(r.out) > 0 {
-			l.pings.Add(1)
+			l.n.pings.Add(1)
 		}
 	}
 	if err != nil {
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 	} else if len(r.out) > 0 {
 		if l.replyBytes == nil || l.replyBytes.Allow(now, len(r.out)) {
 			_ = l.ep.write(r.out, via)
 		} else {
-			l.rateLimited.Add(1)
+			l.n.rateLimited.Add(1)
 		}
 	}
 	r.maybeLogRefusals(now)
@@ -119,12 +119,6 @@ func (r *reader) maybeLogRefusals(now time.Time) {
 	}
 }
 
-// refusals returns the total of the refusal counters.
-func (l *Listener) refusals() uint64 {
-	return l.dropped.Load() + l.cookieFailures.Load() + l.rateLimited.Load() + l.poolFull.Load() +
-		l.alreadyConnected.Load() + l.perIPLimited.Load() + l.ep.oversize.Load() + l.proxyUntrusted.Load() + l.proxyNoFlow.Load()
-}
-
 // logRefusals writes one line with the refusals since the last one, if
 // there were any and the last was refusalLogInterval ago: the listener's
 // only log of traffic from peers that have not proven their address. Of
@@ -135,7 +129,7 @@ func (l *Listener) logRefusals(now time.Time) {
 	if now.UnixNano()-at < int64(refusalLogInterval) || !l.refusalLogAt.CompareAndSwap(at, now.UnixNano()) {
 		return
 	}
-	total := l.refusals()
+	total := l.n.refusals()
 	logged := l.refusalsLogged.Swap(total)
 	if total <= logged {
 		return
@@ -163,8 +157,9 @@ func (l *Listener) full() bool {
 	return l.cfg.MaxConnections > 0 && l.nEstablished.Load() >= int64(l.cfg.MaxConnections)
 }
 
-// handleRequest2 carries out the responder's decision on an
-// OpenConnectionRequest2 from a peer whose datagrams come from via; the
+// handleRequest2 answers an OpenConnectionRequest2 from a peer whose
+// datagrams come from via: it takes a snapshot of what the listener knows
+// of the peer, has the responder decide, and carries the decision out. The
 // reply, if any, is left in r.out.
 func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.Time) error {
 	l := r.l
@@ -176,7 +171,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		// Forged, or older than two cookie periods: dropped unanswered and
 		// counted, never logged or held against the address (its owner
 		// may be the victim of whoever forged it).
-		l.cookieFailures.Add(1)
+		l.n.cookieFailures.Add(1)
 		return nil
 	}
 	l.mu.Lock()
@@ -184,8 +179,44 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		l.mu.Unlock()
 		return nil
 	}
-	var st r2State
 	old := l.conns[k]
+	st := l.request2State(old, k, now)
+	d := l.resp.request2(r.out[:0], &m, proven, from, st)
+	r.out = d.reply
+	switch d.action {
+	case r2Accept:
+	case r2Replace:
+		if !l.replace(k, old) {
+			r.out = r.out[:0]
+			return nil
+		}
+	default:
+		l.mu.Unlock()
+		d.count(l.n, &st)
+		return nil
+	}
+	// The connection exists before the reply leaves, so the client's next
+	// datagram always finds it.
+	l.conns[k] = l.newHandshake(&d, len(b), from, via, now)
+	if proven {
+		l.pending.Add(1)
+	} else {
+		l.unproven.Add(1)
+	}
+	l.mu.Unlock()
+	l.n.handshakes.Add(1)
+	return nil
+}
+
+// request2State returns what the listener knows when an
+// OpenConnectionRequest2 arrives from k, where old is the connection it
+// has for k, if any. l.mu is held.
+func (l *Listener) request2State(old *Conn, k netip.AddrPort, now time.Time) r2State {
+	st := r2State{
+		full:         l.full(),
+		pendingFull:  l.pending.Load() >= int64(l.cfg.MaxHandshakes),
+		unprovenFull: l.unproven.Load() >= maxUnproven,
+	}
 	if old != nil {
 		select {
 		case <-old.closed:
@@ -193,75 +224,48 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 			st.live = &peerView{guid: old.guid, reply2: old.reply2, established: old.isEstablished()}
 		}
 	}
-	st.full = l.full()
-	st.pendingFull = l.pending.Load() >= int64(l.cfg.MaxHandshakes)
-	st.unprovenFull = l.unproven.Load() >= maxUnproven
-	if proven && st.live == nil && l.ipFull(k.Addr()) {
-		l.mu.Unlock()
-		l.perIPLimited.Add(1)
-		reply := wire.Notice{ID: wire.IDNoFreeIncomingConnections, ServerGUID: l.cfg.GUID}
-		r.out = reply.Append(r.out[:0])
-		return nil
+	if st.live == nil {
+		st.ipFull = l.ipFull(k.Addr())
 	}
-	d := l.resp.request2(r.out[:0], &m, proven, from, st)
-	if proven && (d.action == r2Accept || d.action == r2Replace) && l.ipRate != nil && !l.ipRate.Allow(k.Addr(), now, 1) {
-		l.mu.Unlock()
-		l.perIPLimited.Add(1)
-		return nil
+	if l.ipRate != nil {
+		st.ipRate = func() bool { return l.ipRate.Allow(k.Addr(), now, 1) }
 	}
-	switch d.action {
-	case r2Resend:
-		// A retried request: answer it the same way.
+	return st
+}
+
+// replace closes old, a connection in its handshake from k that another
+// client process on the same address replaces (a client restarted at
+// once), and makes room for the new one. old is not told, since whoever
+// listens there now is the new client. replace is called with l.mu held,
+// releases it while old closes, and reports with l.mu held again whether
+// the new connection may go in; if not, l.mu is released.
+func (l *Listener) replace(k netip.AddrPort, old *Conn) bool {
+	l.mu.Unlock()
+	old.closeNow(closedBy(ErrPeerClosed), false)
+	l.mu.Lock()
+	// A connection closed just now may not have removed itself yet;
+	// another reader may have let a new one in (two proxies naming one
+	// client), and it stays.
+	switch cur := l.conns[k]; {
+	case l.closed || (cur != nil && cur != old):
 		l.mu.Unlock()
-		r.out = append(r.out[:0], d.reply...)
-		return nil
-	case r2Full:
-		l.mu.Unlock()
-		l.refused.Add(1)
-		if !st.full {
-			l.poolFull.Add(1)
-		}
-		r.out = d.reply
-		return nil
-	case r2AlreadyConnected:
-		l.mu.Unlock()
-		l.alreadyConnected.Add(1)
-		r.out = d.reply
-		return nil
-	case r2Drop:
-		l.mu.Unlock()
-		l.poolFull.Add(1)
-		return nil
-	case r2Replace:
-		// Another client process on the same address: the old one is
-		// gone. It is not told, since whoever listens there now is the new
-		// client.
-		l.mu.Unlock()
-		old.closeNow(closedBy(ErrPeerClosed), false)
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil
-		}
-		// A connection closed just now may not have removed itself yet;
-		// another reader may have let a new one in (two proxies naming
-		// one client), and it stays.
-		switch l.conns[k] {
-		case old:
-			delete(l.conns, k)
-		case nil:
-		default:
-			l.mu.Unlock()
-			return nil
-		}
+		return false
+	case cur == old:
+		delete(l.conns, k)
 	}
-	l.ep.forget(k)
+	return true
+}
+
+// newHandshake starts the connection an accepted OpenConnectionRequest2 of
+// n bytes creates, whose Reply2 is d.reply.
+func (l *Listener) newHandshake(d *r2Decision, n int, from, via netip.AddrPort, now time.Time) *Conn {
+	l.ep.forget(key(from))
 	cfg := l.connCfg
-	if !proven {
+	if !d.proven {
 		cfg.handshakeTimeout = unprovenTimeout
 	}
 	if l.budget != nil {
-		cfg.account = &account{a: l.budget.Open(), refused: &l.budgetRefusals}
+		cfg.account = &account{a: l.budget.Open(), refused: &l.n.budgetRefusals}
 	}
 	c := newConn(l.ep, from, d.mtu, cfg, false, now)
 	c.wap = via
@@ -272,8 +276,8 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	// Until it is established the connection sends at most ampFactor
 	// times what it received: the request, and for a proven one the probe
 	// its cookie answered.
-	c.amp, c.ampIn, c.ampOut = true, len(b), len(d.reply)
-	if proven {
+	c.amp, c.ampIn, c.ampOut = true, n, len(d.reply)
+	if d.proven {
 		c.ampIn += probeCredit
 	} else {
 		// RakNet's own ten system addresses keep the answer to an
@@ -281,18 +285,7 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 		c.unproven, c.ctl.systemAddrs = true, 10
 	}
 	c.start(now)
-	// The connection exists before the reply leaves, so the client's next
-	// datagram always finds it.
-	l.conns[k] = c
-	if proven {
-		l.pending.Add(1)
-	} else {
-		l.unproven.Add(1)
-	}
-	l.mu.Unlock()
-	l.handshakes.Add(1)
-	r.out = d.reply
-	return nil
+	return c
 }
 
 // establishedClass is the budget class a connection takes once

@@ -29,18 +29,18 @@ func isQuery(b []byte) bool {
 func (r *reader) handleQuery(b []byte, from, via, k netip.AddrPort, now time.Time) {
 	l := r.l
 	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
-		l.rateLimited.Add(1)
+		l.n.rateLimited.Add(1)
 	} else {
 		out, err := l.cfg.Query(r.out[:0], b, from, now)
 		switch {
 		case err != nil:
-			l.dropped.Add(1)
+			l.n.dropped.Add(1)
 		case len(out) == 0:
 		case l.replyBytes != nil && !l.replyBytes.Allow(now, len(out)):
-			l.rateLimited.Add(1)
+			l.n.rateLimited.Add(1)
 		default:
 			// Counted first, so a peer that has the reply sees it counted.
-			l.queryAnswered.Add(1)
+			l.n.queryAnswered.Add(1)
 			_ = l.ep.write(out, via)
 		}
 		if cap(out) <= maxKeptOut {

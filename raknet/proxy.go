@@ -333,7 +333,7 @@ func (g *proxyGate) isTrusted(src netip.Addr) bool {
 // datagram (never empty) and its address; otherwise nothing, and the
 // datagram is to be dropped.
 func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte, netip.AddrPort, proxyVerdict) {
-	if !hasProxySignature(b) {
+	if !hasAnyProxySignature(b) {
 		if !g.isTrusted(src.Addr()) {
 			return b, src, proxyDirect
 		}
@@ -347,7 +347,7 @@ func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte,
 		// Not parsed: an untrusted source gets no further than this.
 		return nil, netip.AddrPort{}, proxyUntrusted
 	}
-	h, err := parseProxyHeader(b)
+	h, err := parseAnyProxyHeader(b)
 	switch {
 	case err != nil:
 		return nil, netip.AddrPort{}, proxyMalformed
@@ -370,13 +370,13 @@ func (r *reader) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, n
 	b, from, v := r.proxy.unwrap(b, src, now)
 	switch v {
 	case proxyUntrusted:
-		l.proxyUntrusted.Add(1)
+		l.n.proxyUntrusted.Add(1)
 	case proxyNoFlow:
-		l.proxyNoFlow.Add(1)
+		l.n.proxyNoFlow.Add(1)
 	case proxyLocal:
-		l.proxyLocal.Add(1)
+		l.n.proxyLocal.Add(1)
 	case proxyMalformed:
-		l.dropped.Add(1)
+		l.n.dropped.Add(1)
 	}
 	return b, from
 }

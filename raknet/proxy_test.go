@@ -500,6 +500,7 @@ type proxiedPeer struct {
 	rc          *recordConn
 	client, via netip.AddrPort
 	first, sent bool
+	v1          bool // PROXY v1 text headers instead of v2
 	seq, rel    uint32
 }
 
@@ -507,7 +508,11 @@ type proxiedPeer struct {
 // the listener wrote.
 func (p *proxiedPeer) send(b []byte, now time.Time) []sent {
 	p.t.Helper()
-	if !p.first || !p.sent {
+	switch {
+	case p.first && p.sent:
+	case p.v1:
+		b = proxiedV1(p.t, p.client, proxyDst, b)
+	default:
 		b = proxied(p.t, p.client, b)
 	}
 	p.sent = true

@@ -20,6 +20,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
@@ -71,7 +72,7 @@ type UserConfig struct {
 		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports."`
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
-		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol v2 header that tunnels and DDoS filters (playit.gg, frp, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
+		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
@@ -278,6 +279,37 @@ type Config struct {
 	// config.toml's network.encryption defaults to true.
 	Encryption bool
 
+	// AuthenticationDisabled turns online mode off: Logins are read but
+	// not verified, so anyone can join under any name or XUID, as bots,
+	// tests and proxies that authenticate players themselves need. False
+	// (the zero value) verifies every player's Xbox Live sign-in with
+	// package auth, refusing the rest with auth.NotSignedInMessage.
+	AuthenticationDisabled bool
+	// Auth configures online mode's verifier: the endpoints of the
+	// Minecraft authentication service, the legacy chain's root keys.
+	// Its zero value is the real service; a nil Auth.Log means Log.
+	Auth auth.Config
+	// Allowlist admits only the players the allowlist lists (see
+	// AllowlistEntry); false (the zero value) admits everyone not banned.
+	// Server.SetAllowlist changes it while the server runs.
+	Allowlist bool
+	// AllowlistFile is the allowlist's file, in BDS's allowlist.json
+	// format, read at Listen (created holding [] if missing), reloaded
+	// when it changes and written when the list is changed through the
+	// Server; "" keeps the list in memory.
+	AllowlistFile string
+	// AllowlistEntries is the allowlist when AllowlistFile is "".
+	AllowlistEntries []AllowlistEntry
+	// BansFile is the ban list's file, a JSON array of Ban, handled as
+	// AllowlistFile is; "" keeps the list in memory.
+	BansFile string
+	// Bans is the ban list when BansFile is "".
+	Bans []Ban
+	// AccessPollInterval is how often AllowlistFile and BansFile are
+	// checked for changes; 0 means DefaultAccessPollInterval, negative
+	// never.
+	AccessPollInterval time.Duration
+
 	// AddressV4 is the IPv4 UDP address to listen on, "" for none.
 	// If AddressV4 and AddressV6 are both empty, New uses "0.0.0.0:19132"
 	// and "[::]:19133".
@@ -306,7 +338,7 @@ type Config struct {
 	// CookieSecretFile is the resolved path CookieSecret was read from,
 	// "" for none.
 	CookieSecretFile string
-	// ProxyProtocol makes the listeners take PROXY protocol v2 headers
+	// ProxyProtocol makes the listeners take PROXY protocol headers
 	// from TrustedProxies (see raknet.ListenConfig.ProxyProtocol). False
 	// (the zero value) takes none.
 	ProxyProtocol bool
@@ -424,10 +456,6 @@ type Config struct {
 	// opens a socket of its own on the game listener's host, and -1 one
 	// on a port the system picks (tests).
 	NetherNetICEPort int
-	// NetherNetRequireIdentity refuses NetherNet offers that carry no
-	// identity (the game always sends one; offline tools may not). False
-	// lets them in, unbound to any key, as RakNet clients are.
-	NetherNetRequireIdentity bool
 
 	// MetricsAddress is the TCP address, "host:port", of the HTTP server
 	// of Prometheus metrics at /metrics; empty (the zero value) serves

@@ -78,7 +78,7 @@ func Example_customHandler() {
 // This example starts a server on a random loopback port and reads the
 // MOTD it advertises.
 func ExampleServer_Status() {
-	srv := server.Config{AddressV4: "127.0.0.1:0", Name: "My server", MaxPlayers: 10}.New()
+	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", Name: "My server", MaxPlayers: 10}.New()
 	if err := srv.Listen(); err != nil {
 		fmt.Println(err)
 		return

@@ -22,18 +22,29 @@ import (
 const testTimeout = 5 * time.Second
 
 // startServer starts a server for c on a loopback port (IPv4 unless c sets
-// addresses) and closes it when the test ends.
+// addresses) and closes it when the test ends. The server is in offline mode
+// unless c points online mode at a local issuer (c.Auth.DiscoveryURL): no
+// test reaches the real authentication service.
 func startServer(t *testing.T, c Config) *Server {
 	t.Helper()
 	if c.AddressV4 == "" && c.AddressV6 == "" {
 		c.AddressV4 = "127.0.0.1:0"
 	}
+	offline(&c)
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv
+}
+
+// offline puts c in offline mode unless it points online mode at a local
+// issuer.
+func offline(c *Config) {
+	if c.Auth.DiscoveryURL == "" {
+		c.AuthenticationDisabled = true
+	}
 }
 
 // gameAddr returns the address of srv's first game listener.

@@ -113,6 +113,7 @@ type collector struct {
 	rtt, window                                                *prometheus.Desc
 
 	sessions, players, maxPlayers, ended, sessionRefused *prometheus.Desc
+	loginsRefused                                        *prometheus.Desc
 	handlerErrors, handlerPanics                         *prometheus.Desc
 	batchesIn, batchesOut, packetsIn, packetsOut         *prometheus.Desc
 	sessionBytesIn, sessionBytesOut, sessionWireBytesIn  *prometheus.Desc
@@ -157,6 +158,7 @@ func (srv *Server) Collector() prometheus.Collector {
 		maxPlayers:     metricDesc("players_max", "The player limit."),
 		ended:          metricDesc("sessions_ended_total", "Sessions that ended."),
 		sessionRefused: metricDesc("sessions_refused_total", "Sessions ended because their client broke a limit, by reason.", "reason"),
+		loginsRefused:  metricDesc("logins_refused_total", "Logins refused by online mode, the allowlist or a ban, by reason.", "reason"),
 		handlerErrors:  metricDesc("session_handler_errors_total", "Errors handlers returned, each ending its session."),
 		handlerPanics:  metricDesc("session_handler_panics_total", "Handler panics, each ending its session."),
 
@@ -178,7 +180,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.conns, c.handshaking, c.established,
 		c.resends, c.lost, c.nacksSent, c.nacksReceived, c.deferred, c.dropped,
 		c.rtt, c.window,
-		c.sessions, c.players, c.maxPlayers, c.ended, c.sessionRefused,
+		c.sessions, c.players, c.maxPlayers, c.ended, c.sessionRefused, c.loginsRefused,
 		c.handlerErrors, c.handlerPanics,
 		c.batchesIn, c.batchesOut, c.packetsIn, c.packetsOut,
 		c.sessionBytesIn, c.sessionBytesOut, c.sessionWireBytesIn,
@@ -219,6 +221,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count(c.sessionRefused, st.DecompressionBudget, "decompression_budget")
 	count(c.sessionRefused, st.LoginTimeouts, "login_timeout")
 	count(c.sessionRefused, st.BadChecksums, "bad_checksum")
+	count(c.loginsRefused, st.NotSignedIn, "not_signed_in")
+	count(c.loginsRefused, st.AuthUnavailable, "auth_unavailable")
+	count(c.loginsRefused, st.NotAllowlisted, "not_allowlisted")
+	count(c.loginsRefused, st.Banned, "banned")
 
 	// Each session is among the live ones or in the totals, never both.
 	for _, s := range sessions {

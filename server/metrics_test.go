@@ -123,7 +123,7 @@ var metricNames = []string{
 	"basalt_raknet_deferred_datagrams_total", "basalt_raknet_connection_dropped_total",
 	"basalt_raknet_rtt_seconds", "basalt_raknet_congestion_window_bytes",
 	"basalt_sessions", "basalt_players", "basalt_players_max", "basalt_sessions_ended_total",
-	"basalt_sessions_refused_total", "basalt_session_handler_errors_total", "basalt_session_handler_panics_total",
+	"basalt_sessions_refused_total", "basalt_logins_refused_total", "basalt_session_handler_errors_total", "basalt_session_handler_panics_total",
 	"basalt_session_batches_received_total", "basalt_session_batches_sent_total",
 	"basalt_session_packets_received_total", "basalt_session_packets_sent_total",
 	"basalt_session_received_bytes_total", "basalt_session_received_wire_bytes_total", "basalt_session_sent_bytes_total",
@@ -418,7 +418,7 @@ func TestMetricsListenAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	srv := Config{AddressV4: "127.0.0.1:0", MetricsAddress: taken.Addr().String()}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", MetricsAddress: taken.Addr().String()}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen with the metrics address taken: got nil, want an error")
 	}
@@ -434,7 +434,7 @@ func TestMetricsListenAndClose(t *testing.T) {
 	}
 	defer udp.Close()
 	before := listeningTCP(t)
-	srv = Config{AddressV4: udp.LocalAddr().String(), MetricsAddress: "127.0.0.1:0"}.New()
+	srv = Config{AuthenticationDisabled: true, AddressV4: udp.LocalAddr().String(), MetricsAddress: "127.0.0.1:0"}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen with the game address taken: got nil, want an error")
 	}
@@ -537,7 +537,7 @@ func (p *pinger) roundTrip(tb testing.TB) {
 // once, the collector registered and run.
 func startScrapedServer(tb testing.TB) *Server {
 	tb.Helper()
-	srv := Config{AddressV4: "127.0.0.1:0", MetricsAddress: "127.0.0.1:0", noOfflineLimits: true}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", MetricsAddress: "127.0.0.1:0", noOfflineLimits: true}.New()
 	if err := srv.Listen(); err != nil {
 		tb.Fatal(err)
 	}

@@ -87,6 +87,7 @@ func (q *queryStatus) status() query.Status {
 		HostIP:     q.host,
 		HostPort:   port,
 		Players:    names,
+		Whitelist:  q.srv.AllowlistEnabled(),
 	}
 }
 

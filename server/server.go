@@ -20,6 +20,7 @@ import (
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/df-mc/atomic"
 	"github.com/rs/zerolog"
 )
@@ -96,6 +97,13 @@ type Server struct {
 
 	sessionCounts sessionCounts
 	metrics       *metricsServer // guarded by mu; nil unless serving metrics
+
+	// verifier checks Logins in online mode; nil in offline mode.
+	verifier *auth.Verifier
+	// access is the allowlist and ban list; accessDone stops their
+	// file watcher.
+	access     access
+	accessDone chan struct{}
 }
 
 // entry is what the registry keeps per session.
@@ -153,7 +161,10 @@ func (c Config) New() *Server {
 		sessions:   make(map[*session.Session]*entry),
 		statusKick: make(chan struct{}, 1),
 		statusDone: make(chan struct{}),
+		accessDone: make(chan struct{}),
+		verifier:   newVerifier(c),
 	}
+	srv.initAccess()
 	srv.maxPlayers.Store(int64(c.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.Gate(c.DisconnectMessage)
@@ -204,6 +215,9 @@ func (srv *Server) Listen() error {
 		return fmt.Errorf("listen: %w", net.ErrClosed)
 	}
 	if _, err := srv.base.Encode(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if err := srv.loadAccess(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	if err := srv.listenMetrics(); err != nil {
@@ -265,6 +279,7 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
 	}
+	srv.startAccess()
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
 	if srv.nn != nil {
@@ -391,6 +406,7 @@ func (srv *Server) serveConn(c session.Conn) {
 		ServerKey:         srv.key,
 		Log:               srv.conf.Log,
 		LoginTimeout:      srv.conf.LoginTimeout,
+		VerifyLogin:       srv.verifyLogin,
 	})
 	srv.mu.Lock()
 	if srv.closing {
@@ -518,6 +534,7 @@ func (srv *Server) shutdown() {
 	srv.mu.Lock()
 	srv.closing = true
 	close(srv.statusDone)
+	close(srv.accessDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
 	nn := srv.nn
@@ -525,6 +542,7 @@ func (srv *Server) shutdown() {
 	srv.mu.Unlock()
 	defer srv.cancel()
 	defer srv.stopMetrics()
+	defer srv.stopVerifier()
 	if len(listeners) == 0 {
 		return
 	}

@@ -638,7 +638,7 @@ func TestGameListenerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	srv := Config{AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen on a taken port: got nil, want an error")
 	}
@@ -659,7 +659,7 @@ func TestListenTwicePanics(t *testing.T) {
 }
 
 func TestListenAfterClose(t *testing.T) {
-	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
 	_ = srv.Close()
 	if err := srv.Listen(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("got %v, want net.ErrClosed", err)
@@ -667,7 +667,7 @@ func TestListenAfterClose(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	srv := Config{AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
@@ -698,7 +698,7 @@ func TestNoIPv6(t *testing.T) {
 	ping(t, gameAddr(t, srv))
 
 	// Without IPv4 to fall back on, it is an error.
-	only6 := Config{AddressV6: "[::1]:0", listenPacket: noV6}.New()
+	only6 := Config{AuthenticationDisabled: true, AddressV6: "[::1]:0", listenPacket: noV6}.New()
 	if err := only6.Listen(); !errors.Is(err, syscall.EAFNOSUPPORT) {
 		t.Errorf("IPv6 only: got %v, want EAFNOSUPPORT", err)
 	}

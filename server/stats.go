@@ -28,11 +28,23 @@ type Stats struct {
 	// checksum was wrong (session.ErrChecksum): a corrupt or forged
 	// stream. These are not told why.
 	BadChecksums uint64
+	// NotSignedIn counts Logins refused in online mode because they did
+	// not prove an Xbox Live identity (auth.NotSignedInMessage).
+	NotSignedIn uint64
+	// AuthUnavailable counts Logins refused in online mode because the
+	// keys of the authentication service were not there yet
+	// (auth.UnavailableMessage).
+	AuthUnavailable uint64
+	// NotAllowlisted counts Logins the allowlist refused.
+	NotAllowlisted uint64
+	// Banned counts Logins a ban refused.
+	Banned uint64
 }
 
 // counters are a Server's Stats as they are kept, each updated on its own.
 type counters struct {
 	preLoginTooLarge, tooLarge, budget, loginTimeouts, badChecksums atomic.Uint64
+	notSignedIn, authUnavailable, notAllowlisted, banned            atomic.Uint64
 }
 
 // count records why a session ended, if its client broke a limit: err is
@@ -63,5 +75,9 @@ func (srv *Server) Stats() Stats {
 		DecompressionBudget: c.budget.Load(),
 		LoginTimeouts:       c.loginTimeouts.Load(),
 		BadChecksums:        c.badChecksums.Load(),
+		NotSignedIn:         c.notSignedIn.Load(),
+		AuthUnavailable:     c.authUnavailable.Load(),
+		NotAllowlisted:      c.notAllowlisted.Load(),
+		Banned:              c.banned.Load(),
 	}
 }

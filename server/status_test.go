@@ -112,7 +112,7 @@ func TestStatusProvider(t *testing.T) {
 func TestStatusProviderStopsAtClose(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var calls atomic.Int64
-	srv := Config{AddressV4: "127.0.0.1:0", StatusInterval: 5e6,
+	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", StatusInterval: 5e6,
 		StatusProvider: StatusProviderFunc(func(cur motd.Status) motd.Status { calls.Add(1); return cur })}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,11 @@ func (srv *Server) listenNetherNet() error {
 		TLSCert:        c.NetherNetTLSCert,
 		TLSKey:         c.NetherNetTLSKey,
 		IdentityKey:    c.NetherNetIdentityKey,
-		AllowAnonymous: !c.NetherNetRequireIdentity,
+		// The game always proves a key, which its Login must then
+		// carry. Offline tools prove none: in online mode they are
+		// refused, as their Logins could be replayed over NetherNet,
+		// which has no Bedrock encryption to stop it.
+		AllowAnonymous: c.AuthenticationDisabled,
 		Status:         srv.netherNetStatus,
 		Log:            c.Log,
 	}

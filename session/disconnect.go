@@ -36,8 +36,9 @@ const (
 	// DisconnectReasonNotAllowed refuses a player who may not join, as a ban
 	// or whitelist would.
 	DisconnectReasonNotAllowed DisconnectReason = 45
-	// DisconnectReasonNotAuthenticated refuses a player whose login is not
-	// bound to the identity its transport proved.
+	// DisconnectReasonNotAuthenticated refuses a player whose Xbox Live
+	// sign-in could not be verified, or whose Login is not bound to the
+	// key its transport proved.
 	DisconnectReasonNotAuthenticated DisconnectReason = 46
 	// DisconnectReasonKicked removes a player on the server's initiative;
 	// Session.Disconnect uses it.

@@ -21,15 +21,19 @@
 //	→ RequestNetworkSettings(protocol)    uncompressed
 //	← NetworkSettings(threshold, DEFLATE) uncompressed; compression on after
 //	  or PlayStatus(LoginFailedClient|LoginFailedServer), and the end
-//	→ Login(protocol, chain, client data) checked again; parsed, not verified
+//	→ Login(protocol, chain, client data) checked again; parsed; verified by
+//	                                      Config.VerifyLogin if set
 //	  with Config.Encryption:
 //	← ServerToClientHandshake(JWT)        the last unencrypted batch
 //	→ ClientToServerHandshake             encrypted, as everything after
 //	← PlayStatus(LoginSuccess)            then Config.NewHandler is called
 //
-// A refused Login gets Disconnect(InvalidPlayer, "Invalid login."). The
-// server runs in offline mode: Login chains are parsed but not verified
-// against Xbox Live, so anyone can claim any name or XUID.
+// A Login that cannot be read gets Disconnect(InvalidPlayer, "Invalid
+// login."). Without Config.VerifyLogin the session runs in offline mode:
+// Login chains are parsed but not verified against Xbox Live, so anyone can
+// claim any name or XUID. Package auth's Verifier is a VerifyLogin that
+// checks them (online mode); one it refuses gets Disconnect(NotAuthenticated,
+// NotSignedInMessage).
 //
 // The session depends only on the small Conn interface, which raknet.Conn
 // satisfies, so another transport can carry it. With a zero Config a session

@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// handleLogin reads the player's identity from Login and checks its
-// protocol again. Without encryption that completes the login; with it, the
+// handleLogin reads the player's identity from Login, checks its protocol
+// again and, with Config.VerifyLogin, has it verified. Without encryption that completes the login; with it, the
 // session sends ServerToClientHandshake and waits for the client's answer.
 // A login that cannot be read, or whose key the handshake cannot use, is
 // refused with DisconnectReasonInvalidPlayer.
@@ -18,7 +18,7 @@ func handleLogin(s *Session, payload []byte) error {
 	case phaseHandshake:
 		return errors.New("login: sent twice")
 	}
-	id, err := ParseLogin(payload)
+	id, req, err := parseLogin(payload)
 	if err != nil {
 		return invalidLogin(err)
 	}
@@ -27,6 +27,11 @@ func handleLogin(s *Session, payload []byte) error {
 	}
 	if id.Protocol != s.Protocol() {
 		return invalidLogin(fmt.Errorf("login: protocol %d, but network settings asked for %d", id.Protocol, s.Protocol()))
+	}
+	if s.verify != nil {
+		if id, err = s.verifyLogin(id, req); err != nil {
+			return err
+		}
 	}
 	if err := s.checkBinding(id.IdentityPublicKey); err != nil {
 		return err

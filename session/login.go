@@ -14,11 +14,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Identity is who a client says it is, read from its Login packet. Nothing in
-// it is verified: ParseLogin does not check the JWT signatures or ask Xbox
-// Live, so anyone can claim any name or XUID and a handler must not trust it
-// for authentication. An Identity is a plain value; ClientData.Raw is shared
-// by its copies and must not be modified.
+// Identity is who a client says it is, read from its Login packet.
+// ParseLogin verifies nothing: it does not check the JWT signatures or ask
+// Xbox Live, so anyone can claim any name or XUID. Only when
+// Config.VerifyLogin checked the Login (Verified is true) are the name, XUID,
+// UUID and key proven; the client data never is. An Identity is a plain
+// value; ClientData.Raw is shared by its copies and must not be modified.
 type Identity struct {
 	// DisplayName is the player's name (Xbox gamertag for online players).
 	DisplayName string
@@ -41,6 +42,9 @@ type Identity struct {
 	// client: device, version, language, skin. The client sets all of it
 	// freely.
 	ClientData ClientData
+	// Verified reports that Config.VerifyLogin proved DisplayName, XUID,
+	// UUID and IdentityPublicKey (online mode). ParseLogin leaves it false.
+	Verified bool
 }
 
 // ClientData holds the common fields of a Login's client-data JWT, named
@@ -179,9 +183,10 @@ func (m *login) Decode(b []byte) (int, error) {
 // The JSON is either {"AuthenticationType":N,"Certificate":"{\"chain\":[…]}",
 // "Token":"…"} (1.21.90+) or the older {"chain":[…]}.
 type connectionRequest struct {
-	Chain      []string
-	Token      string
-	ClientData string
+	AuthenticationType int
+	Chain              []string
+	Token              string
+	ClientData         string
 }
 
 // decode parses the request r, bounding every length before using it.
@@ -198,9 +203,10 @@ func (c *connectionRequest) decode(r []byte) error {
 		return fmt.Errorf("%d trailing bytes", len(r))
 	}
 	var outer struct {
-		Certificate string   `json:"Certificate"`
-		Chain       []string `json:"chain"`
-		Token       string   `json:"Token"`
+		AuthenticationType int      `json:"AuthenticationType"`
+		Certificate        string   `json:"Certificate"`
+		Chain              []string `json:"chain"`
+		Token              string   `json:"Token"`
 	}
 	if err := json.Unmarshal(chainJSON, &outer); err != nil {
 		return fmt.Errorf("chain JSON: %w", err)
@@ -218,7 +224,8 @@ func (c *connectionRequest) decode(r []byte) error {
 	if len(chain) > maxChainLength {
 		return fmt.Errorf("chain of %d JWTs exceeds %d", len(chain), maxChainLength)
 	}
-	*c = connectionRequest{Chain: chain, Token: outer.Token, ClientData: string(clientData)}
+	*c = connectionRequest{AuthenticationType: outer.AuthenticationType, Chain: chain,
+		Token: outer.Token, ClientData: string(clientData)}
 	return nil
 }
 
@@ -292,17 +299,34 @@ type clientDataClaims struct {
 // leaves ClientData empty. ParseLogin bounds every length and size it reads
 // and never panics; it is safe for concurrent use.
 func ParseLogin(payload []byte) (Identity, error) {
+	id, _, err := parseLogin(payload)
+	return id, err
+}
+
+// parseLogin is ParseLogin, also returning the connection request the
+// identity was read from.
+func parseLogin(payload []byte) (Identity, connectionRequest, error) {
+	id, req, err := parseLoginPayload(payload)
+	if err != nil {
+		return Identity{}, connectionRequest{}, fmt.Errorf("parse login: %w", err)
+	}
+	return id, req, nil
+}
+
+// parseLoginPayload does the work of parseLogin; its errors do not say
+// "parse login".
+func parseLoginPayload(payload []byte) (Identity, connectionRequest, error) {
 	var pk login
 	n, err := pk.Decode(payload)
 	if err != nil {
-		return Identity{}, fmt.Errorf("parse login: %w", err)
+		return Identity{}, connectionRequest{}, err
 	}
 	if n != len(payload) {
-		return Identity{}, fmt.Errorf("parse login: %d trailing bytes", len(payload)-n)
+		return Identity{}, connectionRequest{}, fmt.Errorf("%d trailing bytes", len(payload)-n)
 	}
 	var req connectionRequest
 	if err := req.decode(pk.ConnectionRequest); err != nil {
-		return Identity{}, fmt.Errorf("parse login: connection request: %w", err)
+		return Identity{}, connectionRequest{}, fmt.Errorf("connection request: %w", err)
 	}
 	var cd clientDataClaims
 	raw, cdOK := jwtPayload(req.ClientData)
@@ -311,13 +335,13 @@ func ParseLogin(payload []byte) (Identity, error) {
 	}
 	name, xuid, ident := req.identity(cd, cdOK)
 	if name == "" {
-		return Identity{}, fmt.Errorf("parse login: %w", errNoDisplayName)
+		return Identity{}, connectionRequest{}, errNoDisplayName
 	}
 	if err := validateDisplayName(name); err != nil {
-		return Identity{}, fmt.Errorf("parse login: %w", err)
+		return Identity{}, connectionRequest{}, err
 	}
 	if err := validateXUID(xuid); err != nil {
-		return Identity{}, fmt.Errorf("parse login: %w", err)
+		return Identity{}, connectionRequest{}, err
 	}
 	id := Identity{DisplayName: name, XUID: xuid, Protocol: pk.ClientProtocol, IdentityPublicKey: req.publicKey()}
 	if cdOK {
@@ -335,13 +359,13 @@ func ParseLogin(payload []byte) (Identity, error) {
 	case ident != "":
 		u, err := uuid.Parse(ident)
 		if err != nil {
-			return Identity{}, fmt.Errorf("parse login: identity: %w", err)
+			return Identity{}, connectionRequest{}, fmt.Errorf("identity: %w", err)
 		}
 		id.UUID = u
 	case xuid != "":
 		id.UUID = uuidFromXUID(xuid)
 	}
-	return id, nil
+	return id, req, nil
 }
 
 // identity returns the first player identity the request's JWTs carry; cd

@@ -129,6 +129,16 @@ type Config struct {
 	// by every session of the process after. New panics for a key on
 	// another curve.
 	ServerKey *ecdsa.PrivateKey
+	// VerifyLogin, if set, checks every Login before the session goes on
+	// (online mode): it gets the identity ParseLogin read and the signed
+	// request, and returns the identity the session keeps, Verified set
+	// for a proven one. It runs on the session's goroutine, after the
+	// protocol check and before the encryption handshake, which then uses
+	// the returned IdentityPublicKey; the login deadline still runs. An
+	// error refuses the player: the *DisconnectError it wraps is shown,
+	// otherwise NotSignedInMessage (DisconnectReasonNotAuthenticated). Nil
+	// accepts every Login unverified (offline mode).
+	VerifyLogin func(s *Session, id Identity, req LoginRequest) (Identity, error)
 	// PreLogin, if set, sees every packet the client sends before
 	// NewHandler is called (RequestNetworkSettings, Login,
 	// ClientToServerHandshake and anything else), raw, before the session
@@ -216,6 +226,7 @@ type Session struct {
 	conn         Conn
 	newHandler   func(*Session) (Handler, error)
 	preLogin     func(*Session, Packet) error
+	verify       func(*Session, Identity, LoginRequest) (Identity, error)
 	accepted     []int32
 	threshold    uint16
 	encryption   bool
@@ -293,6 +304,7 @@ func New(conn Conn, cfg Config) *Session {
 		conn:         conn,
 		newHandler:   cfg.NewHandler,
 		preLogin:     cfg.PreLogin,
+		verify:       cfg.VerifyLogin,
 		accepted:     slices.Clone(cfg.AcceptedProtocols),
 		threshold:    cfg.CompressionThreshold,
 		encryption:   cfg.Encryption,

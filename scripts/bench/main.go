@@ -5,6 +5,7 @@
 //	go run ./scripts/bench ping -addr 127.0.0.1:19132 [-impl basalt|goraknet]
 //	go run ./scripts/bench run [-quick] [-runs N] [-markdown] [-cpuprofile DIR]
 //	    [-idle N] [-duration D] [-tick-clients 100,1000] [-phases a,b]
+//	    [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
 //
 // server runs an echo server (every packet is written back) or a sink
 // (packets and bytes are counted per connection; the 4-byte packet
@@ -17,7 +18,9 @@
 // CPU time and memory can be read from /proc, and drives the same
 // go-raknet client workload against both: unconnected pings, handshakes,
 // echo latency, unpaced streams, many clients, idle connections, game
-// ticks (N clients each echoing 1 KiB every 50 ms) and the stream and echo
+// ticks (N clients each echoing 1 KiB every 50 ms), the capacity (the most
+// game-tick clients a server holds with the round trip's p99 under 50 ms
+// and no drops, found by a bounded search) and the stream and echo
 // through a lossy proxy. It prints a table of both implementations with
 // their ratios and the targets. With -runs N every phase runs N times and
 // the table shows medians, the ratio being the median of the ratios each
@@ -72,6 +75,7 @@ func usage() {
   bench ping -addr HOST:PORT [-impl basalt|goraknet]
   bench run [-quick] [-runs N] [-markdown] [-cpuprofile DIR] [-idle N] [-duration D]
             [-tick-clients 100,1000] [-tick-duration D] [-tick-per-addr N]
+            [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
             [-phases ping,handshake,...] [-loss 1,5,10]
 `)
 }

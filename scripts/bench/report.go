@@ -220,6 +220,7 @@ func headline(cfg *runConfig) [][2]string {
 	for _, n := range cfg.tickClients {
 		h = append(h, [2]string{tickKey(n) + ".cpu", fmt.Sprintf("%d clients game tick: server CPU per client", n)})
 	}
+	h = append(h, [2]string{"cap.n", "game-tick clients held (capacity)"}, [2]string{"cap.percore", "game-tick clients per core"})
 	return h
 }
 
@@ -284,5 +285,13 @@ included: go-raknet's counted at its socket, basalt's by its connections.
 A tick unanswered %v after the window counts in the round trips with its
 wait so far. Kernel drops are the server socket's (/proc/net/udp); the
 UDP counters (/proc/net/snmp) cover every socket on the machine.
-`, cfg.ackWait, cfg.lossAckWait, tickSize, tickInterval, cfg.tickDur, cfg.tickGrace)
+Capacity: the most game-tick clients a fresh server held for %v with the
+round trip's p99 under %v, every tick answered, no kernel drop and the
+clients sending at least %d ticks/s each (doubling from %d up to %d, then
+bisecting; at most %d steps, a step failed on latency or drops run once
+more); clients per core divides it by the server
+CPU it took. The clients share the machine, so on a small one they can
+be the limit (the log says which).
+`, cfg.ackWait, cfg.lossAckWait, tickSize, tickInterval, cfg.tickDur, cfg.tickGrace,
+		cfg.capDur, capP99, capMinTickRate, cfg.capStart, cfg.capMax, cfg.capSteps)
 }

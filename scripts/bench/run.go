@@ -60,6 +60,11 @@ type runConfig struct {
 	tickDialLimit time.Duration
 	tickPerAddr   int
 
+	// The capacity search: from capStart clients, doubling up to capMax,
+	// at most capSteps game-tick runs of capDur each.
+	capStart, capMax, capSteps int
+	capDur                     time.Duration
+
 	runs       int
 	markdown   bool
 	profileDir string // CPU profiles of the echo and tick servers go here
@@ -141,6 +146,7 @@ func phases(cfg *runConfig) []phase {
 			return c.tickDialLimit + c.tickSettle + c.tickDur + c.tickGrace + closeWait + 30*time.Second
 		}, phaseTick(n)})
 	}
+	ps = append(ps, phase{"capacity", capLimit, phaseCapacity})
 	for _, rate := range cfg.lossRates {
 		ps = append(ps, phase{lossKey(rate), func(c *runConfig) time.Duration {
 			return c.lossEchoLim + c.streamDur + c.lossAckWait + 2*lossyDialTimeout + 2*closeWait + 20*time.Second
@@ -229,7 +235,7 @@ func parseRates(s string) ([]float64, error) {
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a short run: smaller counts and durations")
-	only := fs.String("phases", "", "comma-separated phases to run (ping,handshake,echo,stream1k,stream64k,multi,idle,tick100,tick1000,loss1,loss5,loss10); empty runs all")
+	only := fs.String("phases", "", "comma-separated phases to run (ping,handshake,echo,stream1k,stream64k,multi,idle,tick100,tick1000,capacity,loss1,loss5,loss10); empty runs all")
 	idle := fs.Int("idle", 0, "idle connections to hold (default 5000, quick 1000)")
 	duration := fs.Duration("duration", 0, "length of each timed phase (default 3s, quick 1s)")
 	loss := fs.String("loss", "1,5,10", "loss rates in percent for the proxy phases")
@@ -239,6 +245,10 @@ func cmdRun(args []string) error {
 	ticks := fs.String("tick-clients", "100,1000", "client counts of the game-tick phases (tickN)")
 	tickDur := fs.Duration("tick-duration", 0, "measured length of each game-tick phase (default 3s, quick 2s)")
 	perAddr := fs.Int("tick-per-addr", 100, "game-tick clients per source address (127.0.1.1, 127.0.1.2, ...)")
+	capStart := fs.Int("cap-start", 200, "capacity search: game-tick clients of the first step")
+	capMax := fs.Int("cap-max", 0, "capacity search: most game-tick clients tried (default 3200, quick 1600)")
+	capSteps := fs.Int("cap-steps", 0, "capacity search: most steps (default 7, quick 5)")
+	capDur := fs.Duration("cap-duration", 0, "capacity search: measured length of each step (default 2s)")
 	echoN := fs.Int("echo-n", 0, "echoes of the echo phase (default 2000, quick 500)")
 	runs := fs.Int("runs", 1, "repeat every phase this many times and report medians")
 	markdown := fs.Bool("markdown", false, "print the results as markdown tables")
@@ -260,6 +270,7 @@ func cmdRun(args []string) error {
 		proxyDelay: *delay, proxyJitter: *jitter,
 		tickDur: 3 * time.Second, tickSettle: time.Second, tickGrace: 2 * time.Second,
 		tickDialLimit: 20 * time.Second, tickPerAddr: *perAddr,
+		capStart: *capStart, capMax: 3200, capSteps: 7, capDur: 2 * time.Second,
 		runs: *runs, markdown: *markdown,
 	}
 	if *quick {
@@ -271,6 +282,16 @@ func cmdRun(args []string) error {
 		cfg.lossEchoN, cfg.lossEchoLim, cfg.lossBytes = 150, 60*time.Second, 4<<20
 		cfg.ackWait, cfg.lossAckWait, cfg.multiAckWait = 20*time.Second, 30*time.Second, 30*time.Second
 		cfg.tickDur, cfg.tickSettle, cfg.tickGrace = 2*time.Second, 500*time.Millisecond, time.Second
+		cfg.capMax, cfg.capSteps = 1600, 5
+	}
+	if *capMax > 0 {
+		cfg.capMax = *capMax
+	}
+	if *capSteps > 0 {
+		cfg.capSteps = *capSteps
+	}
+	if *capDur > 0 {
+		cfg.capDur = *capDur
 	}
 	if *tickDur > 0 {
 		cfg.tickDur = *tickDur
@@ -328,7 +349,7 @@ func cmdRun(args []string) error {
 	// need file descriptors.
 	if lim, err := raiseNoFile(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: cannot raise RLIMIT_NOFILE: %v\n", err)
-	} else if need := uint64(max(cfg.idle, slices.Max(append([]int{0}, cfg.tickClients...))) + 1000); lim < need {
+	} else if need := uint64(max(cfg.idle, cfg.capMax, slices.Max(append([]int{0}, cfg.tickClients...))) + 1000); lim < need {
 		fmt.Fprintf(os.Stderr, "bench: RLIMIT_NOFILE is %d, below the %d the idle and tick phases need; they will hold fewer connections\n", lim, need)
 	}
 
@@ -378,9 +399,10 @@ func cmdRun(args []string) error {
 type runRecords map[impl]*record
 
 func describe(cfg *runConfig) string {
-	return fmt.Sprintf("%d run(s); ping %v; handshakes %v (max %d); echo %d; streams %v (1K cap %d MiB, 64K cap %d MiB); %d clients x %d KiB; idle %d for %v; game tick %v clients for %v; loss %v at %v delay",
+	return fmt.Sprintf("%d run(s); ping %v; handshakes %v (max %d); echo %d; streams %v (1K cap %d MiB, 64K cap %d MiB); %d clients x %d KiB; idle %d for %v; game tick %v clients for %v; capacity %d to %d clients in at most %d steps of %v; loss %v at %v delay",
 		cfg.runs, cfg.pingDur, cfg.hsDur, cfg.hsMax, cfg.echoN, cfg.streamDur, cfg.stream1K>>20, cfg.stream64K>>20,
-		cfg.clients, cfg.clientPackets, cfg.idle, cfg.idleDur, cfg.tickClients, cfg.tickDur, cfg.lossRates, cfg.proxyDelay)
+		cfg.clients, cfg.clientPackets, cfg.idle, cfg.idleDur, cfg.tickClients, cfg.tickDur,
+		cfg.capStart, cfg.capMax, cfg.capSteps, cfg.capDur, cfg.lossRates, cfg.proxyDelay)
 }
 
 // target is a goal for basalt shown beside a row.
@@ -490,6 +512,11 @@ func tableRows(cfg *runConfig) []row {
 			row{k, k + ".ok", fmt.Sprintf("%d clients: connections that survived", n), "", survives},
 		)
 	}
+	rows = append(rows,
+		row{"capacity", "cap.n", fmt.Sprintf("capacity: most game-tick clients held (p99 < %v, no drops)", capP99), "%.0f", nil},
+		row{"capacity", "cap.cpu", "capacity: server CPU at that load (% of one core)", "%.0f", nil},
+		row{"capacity", "cap.percore", "capacity: game-tick clients per core of server CPU", "%.0f", nil},
+	)
 	for _, rate := range cfg.lossRates {
 		k, pct := lossKey(rate), rate*100
 		var rateT, p99T *target

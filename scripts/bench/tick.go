@@ -190,167 +190,235 @@ func clientAddr(i, perAddr int) netip.Addr {
 	return netip.AddrFrom4([4]byte{127, 0, 1, byte(1 + k)})
 }
 
+// tickResult is what one game-tick run measured.
+type tickResult struct {
+	n, live, died, dialFails int
+	wall                     time.Duration // measurement window
+	cpu, client              time.Duration // server's and client's CPU in the window
+	in, out                  int64         // server datagrams in the window
+	sent                     int           // ticks the clients sent in the window
+	lat                      latencies     // round trips of the window's ticks
+	unanswered, bad          int
+	drops                    int64 // the server socket's kernel drops
+	udp                      udpCounters
+}
+
+// perClient returns x per client per second of the window.
+func (t tickResult) perClient(x float64) float64 {
+	return x / float64(max(t.live, 1)) / max(t.wall.Seconds(), 1e-9)
+}
+
+// held reports whether the server held the load: every client dialed and
+// survived, sent its ticks (the client machine kept up), had every one
+// answered within p99 and lost nothing to the kernel; why says what
+// failed.
+func (t tickResult) held(p99 time.Duration) (ok bool, why string) {
+	switch {
+	case t.live < t.n:
+		return false, fmt.Sprintf("%d of %d dialed", t.live, t.n)
+	case t.died > 0:
+		return false, fmt.Sprintf("%d connections died", t.died)
+	case t.perClient(float64(t.sent)) < capMinTickRate:
+		return false, fmt.Sprintf("clients sent only %.1f ticks/s each (the client side is the limit)", t.perClient(float64(t.sent)))
+	case t.drops > 0:
+		return false, fmt.Sprintf("%d kernel drops", t.drops)
+	case t.unanswered > 0:
+		return false, fmt.Sprintf("%d ticks unanswered", t.unanswered)
+	case t.lat.N == 0 || t.lat.P99 >= p99:
+		return false, fmt.Sprintf("p99 %v", t.lat.P99.Round(time.Millisecond/10))
+	}
+	return true, ""
+}
+
+func (t tickResult) String() string {
+	cpu := t.cpu.Seconds() / max(t.wall.Seconds(), 1e-9)
+	return fmt.Sprintf("%d clients x %d B every %v for %v: server CPU %v (%.1f%% of a core), client CPU %.0f%% of a core; "+
+		"%.1f ticks/s per client sent; server datagrams in %d out %d (%.1f + %.1f /s per client); round trips %v, %d unanswered, %d bad; "+
+		"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d MemErrors %d",
+		t.live, tickSize, tickInterval, t.wall.Round(time.Millisecond), t.cpu, 100*cpu,
+		100*t.client.Seconds()/max(t.wall.Seconds(), 1e-9),
+		t.perClient(float64(t.sent)), t.in, t.out, t.perClient(float64(t.in)), t.perClient(float64(t.out)), t.lat, t.unanswered, t.bad,
+		t.drops, t.udp.RcvbufErrors, t.udp.InErrors, t.udp.MemErrors)
+}
+
+// tickTiming is how long one game-tick run settles, measures and waits for
+// the last echoes.
+type tickTiming struct {
+	settle, dur, grace, dialLimit time.Duration
+}
+
+// runTick runs n game-tick clients against a fresh server of im and
+// measures dur of steady state. A CPU profile is written when prof is not
+// empty (the phase key). It fails only when no client connected.
+func runTick(cfg *runConfig, im impl, n int, tt tickTiming, prof string, r *record) (tickResult, error) {
+	res := tickResult{n: n}
+	c, err := startChild(im, modeEcho)
+	if err != nil {
+		return res, err
+	}
+	defer c.stop()
+	ap, err := netip.ParseAddrPort(c.addr)
+	if err != nil {
+		return res, fmt.Errorf("server address %q: %w", c.addr, err)
+	}
+
+	// Dial every client, from perAddr clients per source address.
+	dialStart := time.Now()
+	end := dialStart.Add(tt.dialLimit)
+	conns := make([]packetConn, n)
+	var (
+		next      atomic.Int64
+		dialFails atomic.Int64
+		firstErr  atomic.Value
+		wg        sync.WaitGroup
+	)
+	for range tickDialers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || time.Now().After(end) {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+				conn, err := dialFrom(ctx, client, c.addr, clientAddr(i, cfg.tickPerAddr))
+				cancel()
+				if err != nil {
+					dialFails.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				conns[i] = conn
+			}
+		})
+	}
+	wg.Wait()
+	var live []packetConn
+	for _, conn := range conns {
+		if conn != nil {
+			live = append(live, conn)
+		}
+	}
+	res.live, res.dialFails = len(live), int(dialFails.Load())
+	r.logf("dialed %d of %d clients in %v (%d failed)", len(live), n,
+		time.Since(dialStart).Round(time.Millisecond), dialFails.Load())
+	if err, ok := firstErr.Load().(error); ok {
+		r.logf("first dial error: %v", err)
+	}
+	defer func() {
+		if open := closeAll(live, closeWait); open > 0 {
+			r.logf("%d clients still closing after %v", open, closeWait)
+		}
+	}()
+	if len(live) == 0 {
+		return res, errors.New("no client connected")
+	}
+
+	// Every client ticks, the first ticks of each spread evenly over
+	// one interval, as real sessions are not in step.
+	base := time.Now()
+	stop := make(chan struct{})
+	clients := make([]*tickClient, len(live))
+	var senders sync.WaitGroup
+	for i, conn := range live {
+		tc := &tickClient{conn: conn, base: base}
+		clients[i] = tc
+		go tc.reader()
+		offset := tickInterval * time.Duration(i) / time.Duration(len(live))
+		senders.Go(func() { tc.sender(offset, stop) })
+	}
+	stopSenders := sync.OnceFunc(func() { close(stop); senders.Wait() })
+	defer stopSenders()
+
+	time.Sleep(tt.settle)
+	w0 := time.Since(base)
+	for _, tc := range clients {
+		tc.setWindow(w0, w0+tt.dur)
+	}
+	var stopProf func()
+	if prof != "" && cfg.profileDir != "" {
+		stopProf = startProfile(cfg, c, prof, im, r)
+	}
+	s0 := takeTickSnapshot(c, ap.Port())
+	time.Sleep(tt.dur)
+	s1 := takeTickSnapshot(c, ap.Port())
+	if stopProf != nil {
+		stopProf()
+	}
+	stopSenders()
+
+	// Wait, bounded, for the echoes of the window's ticks.
+	graceEnd := time.Now().Add(tt.grace)
+	for time.Now().Before(graceEnd) {
+		waiting := false
+		for _, tc := range clients {
+			if tc.waiting() {
+				waiting = true
+				break
+			}
+		}
+		if !waiting {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cut := time.Since(base)
+	var all []time.Duration
+	for _, tc := range clients {
+		res.sent += tc.sentIn()
+		rtts, u, b := tc.freeze(cut)
+		all = append(all, rtts...)
+		res.unanswered += u
+		res.bad += b
+		tc.mu.Lock()
+		if tc.err != nil {
+			res.died++
+		}
+		tc.mu.Unlock()
+	}
+	for _, err := range append(s0.errs, s1.errs...) {
+		r.logf("counter: %v", err)
+	}
+	res.wall = s1.at.Sub(s0.at)
+	res.cpu, res.client = s1.cpu-s0.cpu, s1.client-s0.client
+	res.in, res.out = s1.in-s0.in, s1.out-s0.out
+	res.lat = summarise(all)
+	res.drops = s1.drops - s0.drops
+	res.udp = udpCounters{
+		RcvbufErrors: s1.udp.RcvbufErrors - s0.udp.RcvbufErrors,
+		InErrors:     s1.udp.InErrors - s0.udp.InErrors,
+		MemErrors:    s1.udp.MemErrors - s0.udp.MemErrors,
+	}
+	return res, nil
+}
+
 // phaseTick returns the game-tick phase for n clients.
 func phaseTick(n int) func(*runConfig, impl, *record) error {
 	key := tickKey(n)
 	return func(cfg *runConfig, im impl, r *record) error {
-		c, err := startChild(im, modeEcho)
+		t, err := runTick(cfg, im, n, tickTiming{cfg.tickSettle, cfg.tickDur, cfg.tickGrace, cfg.tickDialLimit}, key, r)
 		if err != nil {
+			if t.live == 0 {
+				r.set(key+".cpu", note("no dial"))
+			}
 			return err
 		}
-		defer c.stop()
-		ap, err := netip.ParseAddrPort(c.addr)
-		if err != nil {
-			return fmt.Errorf("server address %q: %w", c.addr, err)
+		r.set(key+".cpu", num(t.perClient(us(t.cpu))))
+		r.set(key+".dg", num(t.perClient(float64(t.in+t.out))))
+		r.set(key+".dgin", num(t.perClient(float64(t.in))))
+		r.set(key+".dgout", num(t.perClient(float64(t.out))))
+		if t.lat.N > 0 {
+			r.set(key+".p50", num(ms(t.lat.P50)))
+			r.set(key+".p99", num(ms(t.lat.P99)))
 		}
-
-		// Dial every client, from perAddr clients per source address.
-		dialStart := time.Now()
-		end := dialStart.Add(cfg.tickDialLimit)
-		conns := make([]packetConn, n)
-		var (
-			next      atomic.Int64
-			dialFails atomic.Int64
-			firstErr  atomic.Value
-			wg        sync.WaitGroup
-		)
-		for range tickDialers {
-			wg.Go(func() {
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= n || time.Now().After(end) {
-						return
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-					conn, err := dialFrom(ctx, client, c.addr, clientAddr(i, cfg.tickPerAddr))
-					cancel()
-					if err != nil {
-						dialFails.Add(1)
-						firstErr.CompareAndSwap(nil, err)
-						continue
-					}
-					conns[i] = conn
-				}
-			})
-		}
-		wg.Wait()
-		var live []packetConn
-		for _, conn := range conns {
-			if conn != nil {
-				live = append(live, conn)
-			}
-		}
-		r.logf("dialed %d of %d clients in %v (%d failed)", len(live), n,
-			time.Since(dialStart).Round(time.Millisecond), dialFails.Load())
-		if err, ok := firstErr.Load().(error); ok {
-			r.logf("first dial error: %v", err)
-		}
-		defer func() {
-			if open := closeAll(live, closeWait); open > 0 {
-				r.logf("%d clients still closing after %v", open, closeWait)
-			}
-		}()
-		if len(live) == 0 {
-			r.set(key+".cpu", note("no dial"))
-			return errors.New("no client connected")
-		}
-
-		// Every client ticks, the first ticks of each spread evenly over
-		// one interval, as real sessions are not in step.
-		base := time.Now()
-		stop := make(chan struct{})
-		clients := make([]*tickClient, len(live))
-		var senders sync.WaitGroup
-		for i, conn := range live {
-			tc := &tickClient{conn: conn, base: base}
-			clients[i] = tc
-			go tc.reader()
-			offset := tickInterval * time.Duration(i) / time.Duration(len(live))
-			senders.Go(func() { tc.sender(offset, stop) })
-		}
-		stopSenders := sync.OnceFunc(func() { close(stop); senders.Wait() })
-		defer stopSenders()
-
-		time.Sleep(cfg.tickSettle)
-		w0 := time.Since(base)
-		for _, tc := range clients {
-			tc.setWindow(w0, w0+cfg.tickDur)
-		}
-		var prof func()
-		if cfg.profileDir != "" {
-			prof = startProfile(cfg, c, key, im, r)
-		}
-		s0 := takeTickSnapshot(c, ap.Port())
-		time.Sleep(cfg.tickDur)
-		s1 := takeTickSnapshot(c, ap.Port())
-		if prof != nil {
-			prof()
-		}
-		stopSenders()
-
-		// Wait, bounded, for the echoes of the window's ticks.
-		graceEnd := time.Now().Add(cfg.tickGrace)
-		for time.Now().Before(graceEnd) {
-			waiting := false
-			for _, tc := range clients {
-				if tc.waiting() {
-					waiting = true
-					break
-				}
-			}
-			if !waiting {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		cut := time.Since(base)
-		var all []time.Duration
-		var unanswered, bad, died, sent int
-		for _, tc := range clients {
-			sent += tc.sentIn()
-			rtts, u, b := tc.freeze(cut)
-			all = append(all, rtts...)
-			unanswered += u
-			bad += b
-			tc.mu.Lock()
-			if tc.err != nil {
-				died++
-			}
-			tc.mu.Unlock()
-		}
-
-		for _, err := range append(s0.errs, s1.errs...) {
-			r.logf("counter: %v", err)
-		}
-		wall := s1.at.Sub(s0.at)
-		per := float64(len(live)) * wall.Seconds()
-		cpu := s1.cpu - s0.cpu
-		in, out := s1.in-s0.in, s1.out-s0.out
-		l := summarise(all)
-		r.set(key+".cpu", num(us(cpu)/per))
-		r.set(key+".dg", num(float64(in+out)/per))
-		r.set(key+".dgin", num(float64(in)/per))
-		r.set(key+".dgout", num(float64(out)/per))
-		if l.N > 0 {
-			r.set(key+".p50", num(ms(l.P50)))
-			r.set(key+".p99", num(ms(l.P99)))
-		}
-		r.set(key+".sent", num(float64(sent)/float64(len(live))/(cfg.tickDur.Seconds())))
-		r.set(key+".late", num(float64(unanswered)))
-		r.set(key+".drops", num(float64(s1.drops-s0.drops)))
-		r.set(key+".rcvbuf", num(float64(s1.udp.RcvbufErrors-s0.udp.RcvbufErrors)))
-		r.set(key+".inerr", num(float64(s1.udp.InErrors-s0.udp.InErrors)))
-		r.set(key+".memerr", num(float64(s1.udp.MemErrors-s0.udp.MemErrors)))
-		r.set(key+".ok", note(fmt.Sprintf("%d/%d", len(live)-died, n)))
-		r.setOK(key+".ok", died == 0 && len(live) == n && bad == 0)
-		r.logf("%d clients x %d B every %v for %v: server CPU %v (%.1f%% of a core), client CPU %.0f%% of a core; "+
-			"%.1f ticks/s per client sent; server datagrams in %d out %d (%.1f + %.1f /s per client); round trips %v, %d unanswered within %v, %d bad; "+
-			"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d MemErrors %d",
-			len(live), tickSize, tickInterval, wall.Round(time.Millisecond), cpu, 100*cpu.Seconds()/wall.Seconds(),
-			100*(s1.client-s0.client).Seconds()/wall.Seconds(),
-			float64(sent)/per, in, out, float64(in)/per, float64(out)/per, l, unanswered, cfg.tickGrace, bad,
-			s1.drops-s0.drops, s1.udp.RcvbufErrors-s0.udp.RcvbufErrors, s1.udp.InErrors-s0.udp.InErrors,
-			s1.udp.MemErrors-s0.udp.MemErrors)
+		r.set(key+".sent", num(t.perClient(float64(t.sent))))
+		r.set(key+".late", num(float64(t.unanswered)))
+		r.set(key+".drops", num(float64(t.drops)))
+		r.set(key+".rcvbuf", num(float64(t.udp.RcvbufErrors)))
+		r.set(key+".inerr", num(float64(t.udp.InErrors)))
+		r.set(key+".memerr", num(float64(t.udp.MemErrors)))
+		r.set(key+".ok", note(fmt.Sprintf("%d/%d", t.live-t.died, n)))
+		r.setOK(key+".ok", t.died == 0 && t.live == n && t.bad == 0)
+		r.logf("%v", t)
 		return nil
 	}
 }

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/auth"
+)
+
+// newVerifier returns the verifier of online mode for c, nil when
+// c.AuthenticationDisabled.
+func newVerifier(c Config) *auth.Verifier {
+	if c.AuthenticationDisabled {
+		return nil
+	}
+	ac := c.Auth
+	if ac.Log == nil {
+		ac.Log = c.Log
+	}
+	return ac.New()
+}
+
+// verifyLogin is every session's session.Config.VerifyLogin: in online
+// mode it has the Login verified, then it applies the ban list and the
+// allowlist, so a refused player never takes a slot. Each refusal is
+// counted by reason.
+func (srv *Server) verifyLogin(s *session.Session, id session.Identity, req session.LoginRequest) (session.Identity, error) {
+	if srv.verifier != nil {
+		v, err := srv.verifier.VerifyLogin(s, id, req)
+		if err != nil {
+			if errors.Is(err, auth.ErrUnavailable) {
+				srv.stats.authUnavailable.Add(1)
+			} else {
+				srv.stats.notSignedIn.Add(1)
+			}
+			return id, err
+		}
+		id = v
+	}
+	if err := srv.access.admit(id, addrPort(s.RemoteAddr()).Addr(), &srv.stats); err != nil {
+		if e := s.Log().Debug(); e.Enabled() {
+			e.Err(err).Msg("login refused")
+		}
+		return id, err
+	}
+	return id, nil
+}
+
+// OnlineMode reports whether the server verifies players' Xbox Live
+// sign-ins (Config.AuthenticationDisabled is false).
+func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
+
+// initAccess sets up the access lists from the configuration. It runs in
+// New.
+func (srv *Server) initAccess() {
+	c := srv.conf
+	a := &srv.access
+	a.log = srv.log
+	a.enabled.Store(c.Allowlist)
+	a.online = !c.AuthenticationDisabled
+	a.allowF.path, a.bansF.path = c.AllowlistFile, c.BansFile
+	a.allow = slices.Clone(c.AllowlistEntries)
+	a.bans = slices.Clone(c.Bans)
+}
+
+// loadAccess reads the allowlist and ban files, if configured. It runs in
+// Listen: a file that does not parse stops the server from starting, as
+// it could otherwise open a private server to everyone.
+func (srv *Server) loadAccess() error {
+	return errors.Join(srv.access.loadAllow(), srv.access.loadBans())
+}
+
+// startAccess starts fetching the keys of online mode and watching the
+// access files, and warns about an allowlist that offline mode makes
+// meaningless. It runs at the end of a successful Listen.
+func (srv *Server) startAccess() {
+	if srv.verifier != nil {
+		srv.verifier.Start()
+	} else {
+		srv.log.Info().Msg("offline mode: players' Xbox Live sign-ins are not verified; anyone can join under any name or XUID")
+	}
+	if srv.conf.Allowlist && srv.verifier == nil {
+		srv.log.Warn().Msg("the allowlist is on in offline mode: names and XUIDs are not verified, so anyone can claim " +
+			"a listed one; turn server.online_mode on for the allowlist to mean something")
+	}
+	if (srv.conf.AllowlistFile != "" || srv.conf.BansFile != "") && srv.conf.AccessPollInterval >= 0 {
+		interval := srv.conf.AccessPollInterval
+		if interval == 0 {
+			interval = DefaultAccessPollInterval
+		}
+		srv.loops.Add(1)
+		go srv.watchAccess(interval, srv.accessDone)
+	}
+}
+
+// stopVerifier stops fetching the keys of online mode.
+func (srv *Server) stopVerifier() {
+	if srv.verifier != nil {
+		_ = srv.verifier.Close()
+	}
+}
