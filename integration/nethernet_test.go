@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,6 +144,12 @@ func TestNetherNetAndRakNetInOneLobby(t *testing.T) {
 		t.Fatalf("RakNet join: %v", rj.err)
 	}
 	steve, alex := nj.conn, rj.conn
+	// ICE ran on the game's UDP socket, shared with RakNet: one UDP port.
+	_, gamePort, _ := net.SplitHostPort(raknetAddr)
+	if a, ok := steve.RemoteAddr().(*gonn.Addr); !ok || a.SelectedCandidate == nil ||
+		strconv.Itoa(int(a.SelectedCandidate.Port)) != gamePort {
+		t.Errorf("NetherNet peer at %v, want ICE on the game port %s", steve.RemoteAddr(), gamePort)
+	}
 	if gm := steve.GameData().PlayerGameMode; gm != packet.GameTypeSpectator {
 		t.Errorf("NetherNet player: game mode %d, want spectator", gm)
 	}

@@ -89,6 +89,7 @@ type Server struct {
 	v4, v6    *raknet.Listener    // game listeners, nil when disabled
 	lan       []*raknet.Listener  // LAN discovery listeners opened
 	nn        *nethernet.Listener // nil unless serving NetherNet
+	demux     *nethernet.Demux    // ICE's view of the game socket, if shared
 	sessions  map[*session.Session]*entry
 	players   int
 
@@ -234,7 +235,7 @@ func (srv *Server) Listen() error {
 		}
 		// An empty host means every address of this family only.
 		addr := withHost(g.addr, g.wildcard)
-		l, err := srv.withQuery(lc, g.l == &srv.v6).Listen(addr)
+		l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.v6), g.l == &srv.v6).Listen(addr)
 		if err != nil && srv.v4 != nil && noIPv6(err) {
 			// A host without IPv6 (some containers) still serves IPv4.
 			srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/rs/zerolog"
 )
@@ -52,11 +53,11 @@ func (srv *Server) listenNetherNet() error {
 		addr = udp.String()
 	}
 	nc := nethernet.Config{
-		Addr:           addr,
-		PublicAddress:  c.PublicAddress,
-		TLSCert:        c.NetherNetTLSCert,
-		TLSKey:         c.NetherNetTLSKey,
-		IdentityKey:    c.NetherNetIdentityKey,
+		Addr:          addr,
+		PublicAddress: c.PublicAddress,
+		TLSCert:       c.NetherNetTLSCert,
+		TLSKey:        c.NetherNetTLSKey,
+		IdentityKey:   c.NetherNetIdentityKey,
 		// The game always proves a key, which its Login must then
 		// carry. Offline tools prove none: in online mode they are
 		// refused, as their Logins could be replayed over NetherNet,
@@ -68,10 +69,13 @@ func (srv *Server) listenNetherNet() error {
 	switch p := c.NetherNetICEPort; {
 	case p > 0:
 		nc.ICEAddr = net.JoinHostPort(udp.IP.String(), strconv.Itoa(p))
-	default:
-		// A socket of its own on a port the system picks, until the
-		// game socket can be shared.
+	case p < 0:
 		nc.ICEAddr = net.JoinHostPort(udp.IP.String(), "0")
+	default:
+		// The game socket, shared: srv.demux was hooked into the first
+		// game listener (withICE).
+		srv.demux.Bind(game[0].Addr(), game[0].WriteForeign)
+		nc.ICEConn = srv.demux
 	}
 	l, err := nc.Listen()
 	if err != nil {
@@ -79,6 +83,20 @@ func (srv *Server) listenNetherNet() error {
 	}
 	srv.nn = l
 	return nil
+}
+
+// withICE returns lc handing the STUN and DTLS datagrams it reads to
+// NetherNet's ICE, when NetherNet shares the game socket
+// (NetherNetICEPort 0): for the IPv4 game listener, or the IPv6 one when
+// there is no IPv4 one.
+func (srv *Server) withICE(lc raknet.ListenConfig, v6 bool) raknet.ListenConfig {
+	c := srv.conf
+	if !c.NetherNet || c.NetherNetICEPort != 0 || v6 && c.AddressV4 != "" {
+		return lc
+	}
+	srv.demux = nethernet.NewDemux(0)
+	lc.Foreign = srv.demux.Deliver
+	return lc
 }
 
 // netherNetStatus is what GET /v1/join reports: the MOTD's fields, live.
