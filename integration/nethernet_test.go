@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/basaltmc/basalt/server"
 	gonn "github.com/df-mc/go-nethernet"
@@ -219,4 +220,58 @@ func TestNetherNetStatus(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"name":"Basalt"`) || !strings.Contains(string(b), `"players":0`) {
 		t.Errorf("GET /v1/join: %d %s", resp.StatusCode, b)
 	}
+}
+
+// A NetherNet player whose peer connection goes away without a word frees
+// its slot, and nothing the session or the transport started outlives it.
+func TestNetherNetPeerGoneNoLeak(t *testing.T) {
+	checkGoroutines(t)
+	srv, _, addr := netherNetServer(t, "lobby")
+	ctx, cancel := context.WithTimeout(context.Background(), lobbyWait)
+	defer cancel()
+	n := &recordingNetwork{NetherNet: netherNet(nil)}
+	d := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: "Steve"}}
+	conn, err := d.DialContextNetwork(ctx, n, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.DoSpawnContext(ctx); err != nil {
+		_ = conn.Close()
+		t.Fatal(err)
+	}
+	if n := srv.PlayerCount(); n != 1 {
+		t.Errorf("%d players, want 1", n)
+	}
+	// Close the peer connection under the game connection: no
+	// Disconnect, the data channels and SCTP just end.
+	if err := n.last.Close(); err != nil {
+		t.Logf("close peer connection: %v", err)
+	}
+	deadline := time.Now().Add(lobbyWait)
+	for srv.PlayerCount() != 0 || len(srv.Sessions()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d players, %d sessions %v after the peer went away", srv.PlayerCount(), len(srv.Sessions()), lobbyWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, _ := srv.NetherNetStats(); st.Open != 0 {
+		t.Errorf("%d NetherNet connections open, want 0", st.Open)
+	}
+	_ = conn.Close()
+	_ = srv.Close()
+}
+
+// recordingNetwork is gophertunnel's NetherNet network keeping the peer
+// connection it dialled last.
+type recordingNetwork struct {
+	minecraft.NetherNet
+	last *gonn.Conn
+}
+
+func (n *recordingNetwork) DialContext(ctx context.Context, addr string) (net.Conn, error) {
+	c, err := n.NetherNet.DialContext(ctx, addr)
+	if err == nil {
+		n.last = c.(*gonn.Conn)
+	}
+	return c, err
 }
