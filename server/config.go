@@ -451,6 +451,10 @@ type Config struct {
 	// NetherNetIdentityFile is the resolved path NetherNetIdentityKey was
 	// read from, "" for none.
 	NetherNetIdentityFile string
+	// NetherNetLANAddress is where NetherNet LAN discovery is answered,
+	// with LANDiscovery; empty means "0.0.0.0:7551". Tests set it to
+	// "0.0.0.0:0".
+	NetherNetLANAddress string
 	// NetherNetICEPort is the UDP port of NetherNet's peer connections: 0
 	// shares the IPv4 game listener's socket (or the IPv6 one's), a port
 	// opens a socket of its own on the game listener's host, and -1 one

@@ -65,6 +65,10 @@ func (srv *Server) listenNetherNet() error {
 		AllowAnonymous: c.AuthenticationDisabled,
 		Status:         srv.netherNetStatus,
 		Log:            c.Log,
+		NetworkID:      uint64(c.GUID),
+	}
+	if c.LANDiscovery {
+		nc.LANAddr = cmp(c.NetherNetLANAddress, "0.0.0.0:"+strconv.Itoa(nethernet.LANPort))
 	}
 	switch p := c.NetherNetICEPort; {
 	case p > 0:
@@ -134,6 +138,17 @@ func (srv *Server) NetherNetAddr() net.Addr {
 		return nil
 	}
 	return srv.nn.Addr()
+}
+
+// NetherNetLANAddr returns the address NetherNet LAN discovery is
+// answered on, nil without it.
+func (srv *Server) NetherNetLANAddr() net.Addr {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.nn == nil {
+		return nil
+	}
+	return srv.nn.LANAddr()
 }
 
 // NetherNetStats returns the NetherNet listener's counters, and false when

@@ -1,9 +1,15 @@
 package server
 
 import (
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/df-mc/go-nethernet/discovery"
 )
 
 // With NetherNet on, the signalling answers on TCP at the game port, the
@@ -48,5 +54,51 @@ func TestNetherNetOff(t *testing.T) {
 	}
 	if _, ok := srv.NetherNetStats(); ok {
 		t.Error("NetherNetStats reports a listener with NetherNet off")
+	}
+}
+
+// NetherNet LAN discovery, over loopback, lists the server under its
+// RakNet GUID with the live player count.
+func TestNetherNetLANDiscovery(t *testing.T) {
+	srv := startServer(t, Config{
+		NetherNet: true, LANDiscovery: true,
+		LANAddressV4: "127.0.0.1:0", NetherNetLANAddress: "0.0.0.0:0",
+		Name: "LAN test",
+	})
+	la := srv.NetherNetLANAddr()
+	if la == nil {
+		t.Fatal("no NetherNet LAN discovery")
+	}
+	c, err := discovery.ListenConfig{
+		NetworkID:        7,
+		BroadcastAddress: &net.UDPAddr{IP: net.IPv4(127, 255, 255, 255), Port: la.(*net.UDPAddr).Port},
+		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var data []byte
+	for data == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("not discovered under the GUID")
+		}
+		time.Sleep(50 * time.Millisecond)
+		data = c.Responses()[uint64(srv.GUID())]
+	}
+	var sd discovery.ServerData
+	if err := sd.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if sd.ServerName != "LAN test" || sd.MaxPlayerCount != 20 || sd.PlayerCount != 0 {
+		t.Errorf("server data %+v", sd)
+	}
+	_ = c.Close()
+
+	// network.lan_discovery = false: no NetherNet LAN discovery either.
+	off := startServer(t, Config{NetherNet: true, NetherNetLANAddress: "0.0.0.0:0"})
+	if a := off.NetherNetLANAddr(); a != nil {
+		t.Errorf("LAN discovery on %v with LANDiscovery off", a)
 	}
 }

@@ -83,9 +83,17 @@ type Config struct {
 	// offline clients; the game always sends one). Their sessions have
 	// no proven key to bind the Login to.
 	AllowAnonymous bool
-	// Status returns the live status for GET /v1/join. Nil answers an
-	// empty object.
+	// Status returns the live status for GET /v1/join and LAN discovery.
+	// Nil answers an empty object.
 	Status func() Status
+	// LANAddr, if set, is the UDP address NetherNet LAN discovery is
+	// answered on (":7551" typically), where clients on the LAN also
+	// signal joins from their list. A socket that cannot be opened is
+	// logged and skipped.
+	LANAddr string
+	// NetworkID is the server's NetherNet network ID in LAN discovery:
+	// the RakNet GUID, so a client lists one server, not two.
+	NetworkID uint64
 	// Log receives the Listener's lifecycle messages and periodic
 	// summaries of refusals. Nil discards them.
 	Log *zerolog.Logger
@@ -144,10 +152,14 @@ type Listener struct {
 	http *http.Server
 	ep   *endpoint.Handler
 	nn   *gonn.Listener
+	lan  *lanSignaling  // nil without LAN discovery
+	nnl  *gonn.Listener // the listener of LAN joins
 	mux  *ice.UDPMuxDefault
-	own  net.PacketConn // the ICE socket, if the Listener opened it
-	ice  net.Addr
-	tls  bool
+
+	incoming chan *gonn.Conn
+	own      net.PacketConn // the ICE socket, if the Listener opened it
+	ice      net.Addr
+	tls      bool
 
 	limiter *ipLimiter
 	stats   counters
@@ -171,7 +183,7 @@ func (c Config) Listen() (*Listener, error) {
 	c.NegotiationsPerIP = cmpOr(c.NegotiationsPerIP, DefaultNegotiationsPerIP)
 	c.NegotiationTimeout = cmpOr(c.NegotiationTimeout, DefaultNegotiationTimeout)
 	c.MaxSignalingConns = cmpOr(c.MaxSignalingConns, DefaultMaxSignalingConns)
-	l := &Listener{conf: c, closed: make(chan struct{})}
+	l := &Listener{conf: c, closed: make(chan struct{}), incoming: make(chan *gonn.Conn)}
 	if c.Log != nil {
 		l.log = c.Log.With().Str("src", "nethernet").Logger()
 	} else {
@@ -243,6 +255,10 @@ func (c Config) Listen() (*Listener, error) {
 		return fail(fmt.Errorf("nethernet: %w", err))
 	}
 	l.nn = nn
+	l.wg.Go(func() { l.acceptFrom(nn) })
+	if c.LANAddr != "" {
+		l.listenLAN(lc)
+	}
 
 	ln := netutil.LimitListener(tcp, c.MaxSignalingConns)
 	if tlsConf != nil {
@@ -342,22 +358,70 @@ func (l *Listener) connContext(parent context.Context, _ *gonn.Conn) (context.Co
 	}
 }
 
+// listenLAN opens LAN discovery and the listener of the joins signalled
+// through it, which trickle their candidates. It logs and gives up if the
+// socket cannot be opened.
+func (l *Listener) listenLAN(lc gonn.ListenConfig) {
+	lan, err := listenLAN(l.conf.LANAddr, l.conf.NetworkID, l.conf.Status, !l.conf.AllowAnonymous)
+	if err != nil {
+		l.log.Warn().Err(err).Str("addr", l.conf.LANAddr).
+			Msg("NetherNet LAN discovery not opened; LAN clients will not list the server over NetherNet")
+		return
+	}
+	lc.DisableTrickleICE = false
+	nnl, err := lc.Listen(lan)
+	if err != nil {
+		_ = lan.Close()
+		l.log.Warn().Err(err).Msg("NetherNet LAN listener not opened")
+		return
+	}
+	l.lan, l.nnl = lan, nnl
+	l.wg.Go(func() { l.acceptFrom(nnl) })
+}
+
+// acceptFrom passes the connections nn accepts to Accept, until nn or the
+// Listener closes.
+func (l *Listener) acceptFrom(nn *gonn.Listener) {
+	for {
+		c, err := nn.Accept()
+		if err != nil {
+			return
+		}
+		nc, ok := c.(*gonn.Conn)
+		if !ok {
+			_ = c.Close()
+			continue
+		}
+		select {
+		case l.incoming <- nc:
+		case <-l.closed:
+			_ = nc.Close()
+			return
+		}
+	}
+}
+
 // Accept waits for and returns the next connection whose data channels
 // are open. It returns an error wrapping net.ErrClosed once the Listener
 // is closed.
 func (l *Listener) Accept() (*Conn, error) {
-	c, err := l.nn.Accept()
-	if err != nil {
+	select {
+	case <-l.closed:
 		return nil, fmt.Errorf("nethernet: accept: %w", net.ErrClosed)
+	case nc := <-l.incoming:
+		l.stats.accepted.Add(1)
+		l.stats.open.Add(1)
+		return newConn(nc, func() { l.stats.open.Add(-1) }), nil
 	}
-	nc, ok := c.(*gonn.Conn)
-	if !ok {
-		_ = c.Close()
-		return nil, fmt.Errorf("nethernet: accept: unexpected %T", c)
+}
+
+// LANAddr returns the address LAN discovery is answered on, nil without
+// it.
+func (l *Listener) LANAddr() net.Addr {
+	if l.lan == nil {
+		return nil
 	}
-	l.stats.accepted.Add(1)
-	l.stats.open.Add(1)
-	return newConn(nc, func() { l.stats.open.Add(-1) }), nil
+	return l.lan.Addr()
 }
 
 // Addr returns the signalling endpoint's TCP address.
@@ -412,6 +476,12 @@ func (l *Listener) closeAll() {
 	}
 	if l.nn != nil {
 		_ = l.nn.Close()
+	}
+	if l.nnl != nil {
+		_ = l.nnl.Close()
+	}
+	if l.lan != nil {
+		_ = l.lan.Close()
 	}
 	if l.mux != nil {
 		_ = l.mux.Close()
