@@ -58,6 +58,9 @@ func listenTest(t *testing.T, c Config) *Listener {
 	if c.NegotiationsPerIP == 0 {
 		c.NegotiationsPerIP = -1
 	}
+	if c.NegotiationsInFlightPerIP == 0 {
+		c.NegotiationsInFlightPerIP = -1
+	}
 	l, err := c.Listen()
 	if err != nil {
 		t.Fatal(err)

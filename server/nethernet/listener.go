@@ -28,8 +28,20 @@ const (
 	DefaultMaxOfferSize = 16 << 10
 	// DefaultMaxNegotiations caps the negotiations in progress: offers
 	// being answered plus answered peers whose ICE, DTLS and SCTP have
-	// not completed. Each holds a pion ICE agent, DTLS and SCTP state.
-	DefaultMaxNegotiations = 64
+	// not completed. Each holds a pion ICE agent, DTLS and SCTP state,
+	// about 100 KiB (measured under a flood), so 256 hold some 25 MiB.
+	DefaultMaxNegotiations = 256
+	// DefaultMaxAnswering caps the offers handed to go-nethernet at once;
+	// more wait their turn, in order. The answers are made one after the
+	// other (go-nethernet's listener handles offers in turn, about 7 ms
+	// each: a DTLS certificate and two ES384 signatures).
+	DefaultMaxAnswering = 16
+	// answeringPerIP is how many offers of one IP address may be waiting
+	// or being answered at once, so that a player's offer waits behind
+	// at most one of each other address's: a client sends one offer per
+	// join attempt, and two players behind one NAT are refused only if
+	// their offers arrive within the few milliseconds of an answer.
+	answeringPerIP = 1
 	// DefaultNegotiationsPerIP is how many offers one IP address may send
 	// a second (with a burst of as many). A player's client sends one per
 	// join attempt.
@@ -37,6 +49,12 @@ const (
 	// DefaultNegotiationTimeout bounds a negotiation, from the offer to
 	// the data channels open.
 	DefaultNegotiationTimeout = 10 * time.Second
+	// DefaultNegotiationsInFlightPerIP is how many negotiations one IP
+	// address may have in progress: each admitted offer holds one of its
+	// slots for NegotiationTimeout, unless it is refused. Several players
+	// behind one NAT may join at once; an attacker's few addresses
+	// cannot fill MaxNegotiations.
+	DefaultNegotiationsInFlightPerIP = 4
 	// DefaultMaxSignalingConns caps the TCP connections to the signalling
 	// endpoint open at once; more wait in the kernel's backlog.
 	DefaultMaxSignalingConns = 256
@@ -104,12 +122,18 @@ type Config struct {
 	// MaxNegotiations caps the negotiations in progress; 0 means
 	// DefaultMaxNegotiations.
 	MaxNegotiations int
+	// MaxAnswering caps the offers being answered at once; 0 means
+	// DefaultMaxAnswering.
+	MaxAnswering int
 	// NegotiationsPerIP caps the offers per IP address per second; 0
 	// means DefaultNegotiationsPerIP, negative no cap.
 	NegotiationsPerIP int
 	// NegotiationTimeout bounds each negotiation; 0 means
 	// DefaultNegotiationTimeout.
 	NegotiationTimeout time.Duration
+	// NegotiationsInFlightPerIP caps the negotiations in progress per IP
+	// address; 0 means DefaultNegotiationsInFlightPerIP, negative no cap.
+	NegotiationsInFlightPerIP int
 	// MaxSignalingConns caps the open signalling TCP connections; 0 means
 	// DefaultMaxSignalingConns.
 	MaxSignalingConns int
@@ -161,8 +185,11 @@ type Listener struct {
 	ice      net.Addr
 	tls      bool
 
-	limiter *ipLimiter
-	stats   counters
+	limiter   *ipLimiter
+	slots     *ipSlots
+	answering chan struct{} // a token per offer handed to go-nethernet
+	waiting   *ipSlots      // offers waiting or being answered, per IP
+	stats     counters
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -180,6 +207,7 @@ func (c Config) Listen() (*Listener, error) {
 	}
 	c.MaxOfferSize = cmpOr(c.MaxOfferSize, DefaultMaxOfferSize)
 	c.MaxNegotiations = cmpOr(c.MaxNegotiations, DefaultMaxNegotiations)
+	c.MaxAnswering = cmpOr(c.MaxAnswering, DefaultMaxAnswering)
 	c.NegotiationsPerIP = cmpOr(c.NegotiationsPerIP, DefaultNegotiationsPerIP)
 	c.NegotiationTimeout = cmpOr(c.NegotiationTimeout, DefaultNegotiationTimeout)
 	c.MaxSignalingConns = cmpOr(c.MaxSignalingConns, DefaultMaxSignalingConns)
@@ -192,6 +220,13 @@ func (c Config) Listen() (*Listener, error) {
 	if c.NegotiationsPerIP > 0 {
 		l.limiter = newIPLimiter(c.NegotiationsPerIP)
 	}
+	c.NegotiationsInFlightPerIP = cmpOr(c.NegotiationsInFlightPerIP, DefaultNegotiationsInFlightPerIP)
+	if c.NegotiationsInFlightPerIP > 0 {
+		l.slots = newIPSlots(c.NegotiationsInFlightPerIP, c.NegotiationTimeout)
+	}
+	l.answering = make(chan struct{}, c.MaxAnswering)
+	l.waiting = newIPSlots(answeringPerIP, c.NegotiationTimeout)
+	l.conf = c
 	var tlsConf *tls.Config
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)

@@ -82,22 +82,57 @@ func (l *Listener) serveOffer(w http.ResponseWriter, req *http.Request) {
 	// Admission: offers being answered and peers still starting share
 	// one cap, so neither a flood of offers nor one of half-open peers
 	// grows without bound.
-	n := l.stats.inFlight.Add(1)
-	defer l.stats.inFlight.Add(-1)
-	if n+l.stats.halfOpen.Load() > int64(l.conf.MaxNegotiations) {
+	ip := remoteIP(req.RemoteAddr)
+	now := time.Now()
+	if l.slots != nil && !l.slots.acquire(ip, now) {
 		l.stats.busy.Add(1)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
 	}
+	busy := func() {
+		l.stats.busy.Add(1)
+		l.slots.release(ip, now)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}
+	n := l.stats.inFlight.Add(1)
+	defer l.stats.inFlight.Add(-1)
+	if n+l.stats.halfOpen.Load() > int64(l.conf.MaxNegotiations) {
+		busy()
+		return
+	}
+	// Offers are answered one at a time: wait for a turn, at most two
+	// offers per address in line, so an address that floods waits
+	// behind its own offers, not a player's.
+	if !l.waiting.acquire(ip, now) {
+		busy()
+		return
+	}
+	defer l.waiting.release(ip, now)
+	t := time.NewTimer(l.conf.NegotiationTimeout / 2)
+	select {
+	case l.answering <- struct{}{}:
+		t.Stop()
+	case <-t.C:
+		busy()
+		return
+	case <-req.Context().Done():
+		t.Stop()
+		l.slots.release(ip, now)
+		return
+	}
+	defer func() { <-l.answering }()
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	sw := &statusWriter{ResponseWriter: w}
 	l.ep.ServeHTTP(sw, req)
 	if sw.status == http.StatusOK {
+		// The slot stays held while the peer connects.
 		l.stats.answered.Add(1)
 	} else {
 		l.stats.malformed.Add(1)
+		l.slots.release(ip, now)
 	}
 }
 
@@ -164,10 +199,7 @@ func newIPLimiter(rate int) *ipLimiter {
 // allow charges one offer to a's window and reports whether it is within
 // the rate.
 func (r *ipLimiter) allow(a netip.Addr, now time.Time) bool {
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		a = p.Addr()
-	}
+	a = prefixOf(a)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now.Sub(r.window) >= time.Second || now.Before(r.window) {
@@ -183,4 +215,87 @@ func (r *ipLimiter) allow(a netip.Addr, now time.Time) bool {
 	}
 	r.counts[a] = n + 1
 	return true
+}
+
+// ipSlots caps the negotiations each IP address (IPv6 by /64) has in
+// progress: an admitted offer holds a slot until its negotiation time is
+// up, or until it is released because it was refused.
+type ipSlots struct {
+	max  int
+	hold time.Duration
+
+	mu sync.Mutex
+	m  map[netip.Addr][]time.Time // when each held slot frees
+}
+
+func newIPSlots(n int, hold time.Duration) *ipSlots {
+	return &ipSlots{max: n, hold: hold, m: make(map[netip.Addr][]time.Time)}
+}
+
+// acquire takes a slot of a's, reporting false if it holds max already or
+// maxTrackedIPs addresses hold slots.
+func (s *ipSlots) acquire(a netip.Addr, now time.Time) bool {
+	a = prefixOf(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := live(s.m[a], now)
+	if len(held) == 0 && len(s.m) >= maxTrackedIPs {
+		for k, v := range s.m {
+			if len(live(v, now)) == 0 {
+				delete(s.m, k)
+			}
+		}
+		if len(s.m) >= maxTrackedIPs {
+			return false
+		}
+	}
+	if len(held) >= s.max {
+		s.m[a] = held
+		return false
+	}
+	s.m[a] = append(held, now.Add(s.hold))
+	return true
+}
+
+// release gives back the slot a took at now. It is a no-op on a nil
+// ipSlots.
+func (s *ipSlots) release(a netip.Addr, now time.Time) {
+	if s == nil {
+		return
+	}
+	a = prefixOf(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.m[a]
+	for i, t := range held {
+		if t.Equal(now.Add(s.hold)) {
+			held = append(held[:i], held[i+1:]...)
+			break
+		}
+	}
+	if len(held) == 0 {
+		delete(s.m, a)
+	} else {
+		s.m[a] = held
+	}
+}
+
+// live returns the slots of held not yet free at now, in place.
+func live(held []time.Time, now time.Time) []time.Time {
+	out := held[:0]
+	for _, t := range held {
+		if t.After(now) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// prefixOf returns the address limits key a by: itself, or its /64.
+func prefixOf(a netip.Addr) netip.Addr {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
 }
