@@ -6,8 +6,10 @@
 //	go run . [-config config.toml]
 //
 // It writes the default configuration if the file is missing, loads it and
-// serves until SIGINT or SIGTERM, then tells every player the server is
-// closing and exits. A second signal during shutdown exits at once.
+// serves until SIGINT or SIGTERM (or the console's stop), then tells every
+// player the server is closing and exits. A second signal during shutdown
+// exits at once. SIGHUP rereads the allowlist and ban files. Commands typed
+// on standard input (help lists them) run unless it is /dev/null.
 package main
 
 import (
@@ -49,7 +51,18 @@ func run(path string) error {
 		<-ctx.Done()
 		stop() // restore default handling: a second Ctrl-C kills
 	}()
-	return conf.New().Run(ctx)
+	srv := conf.New()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			_ = srv.Reload() // it logs what happened
+		}
+	}()
+	if server.ConsoleInput(os.Stdin) {
+		go func() { _ = srv.RunConsole(os.Stdin, stop) }() // stop: as Ctrl-C
+	}
+	return srv.Run(ctx)
 }
 
 // newLogger returns the logger the configuration asks for: human-readable

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,11 +100,11 @@ func TestBedrockClientKicked(t *testing.T) {
 }
 
 func TestBedrockProtocolMismatch(t *testing.T) {
-	// gophertunnel speaks session.CurrentProtocol (2193); this server only
-	// lets 2169 (1.26.45) in, so it answers RequestNetworkSettings with
-	// PlayStatus LoginFailed_ServerOld.
-	if minecraft.DefaultProtocol.ID() != session.CurrentProtocol {
-		t.Fatalf("gophertunnel speaks %d, this test assumes %d", minecraft.DefaultProtocol.ID(), session.CurrentProtocol)
+	// gophertunnel speaks 2193, one of the protocols the session knows;
+	// this server only lets 2169 (1.26.45) in, so it answers
+	// RequestNetworkSettings with PlayStatus LoginFailed_ServerOld.
+	if !slices.Contains(session.KnownProtocols(), minecraft.DefaultProtocol.ID()) {
+		t.Fatalf("gophertunnel speaks %d, this test assumes one of %v", minecraft.DefaultProtocol.ID(), session.KnownProtocols())
 	}
 	_, addr := bedrockServer(t, server.Config{
 		Protocol:          2169,

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/raknet"
 )
 
@@ -227,25 +227,9 @@ func dial(t *testing.T, d raknet.Dialer, addr string, timeout time.Duration) *ra
 }
 
 // checkGoroutines fails the test if, once it ended and its cleanups ran,
-// the goroutine count does not come back to what it was when
-// checkGoroutines was called. Call it first, so its cleanup runs last.
+// a goroutine of Basalt's, go-raknet's or gophertunnel's is left. Call it
+// first, so its cleanup runs last.
 func checkGoroutines(t *testing.T) {
 	t.Helper()
-	base := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= base {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("got %d goroutines 3 s after the test, want at most %d:\n%s", n, base, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+	leaktest.Check(t, leaktest.Module, "github.com/sandertv/")
 }

@@ -34,6 +34,7 @@ func lobbyServer(t *testing.T, greeting string) (*server.Server, string) {
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false
 	uc.Server.Handler = "lobby"
+	uc.Server.OnlineMode = false // gophertunnel's offline clients
 	uc.Server.Greeting = greeting
 	uc.Server.ShutdownMessage = "The lobby is closing, bye!"
 	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")
@@ -45,7 +46,6 @@ func lobbyServer(t *testing.T, greeting string) (*server.Server, string) {
 	if c.Handler != server.HandlerLobby {
 		t.Fatalf("server.handler = \"lobby\": Config.Handler %q, want %q", c.Handler, server.HandlerLobby)
 	}
-	c.AuthenticationDisabled = true // gophertunnel's offline clients
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatalf("Listen: %v", err)

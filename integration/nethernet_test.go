@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/server"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/endpoint"
@@ -225,7 +226,7 @@ func TestNetherNetStatus(t *testing.T) {
 // A NetherNet player whose peer connection goes away without a word frees
 // its slot, and nothing the session or the transport started outlives it.
 func TestNetherNetPeerGoneNoLeak(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t, leaktest.Module, "github.com/sandertv/", "github.com/df-mc/go-nethernet", "github.com/pion/")
 	srv, _, addr := netherNetServer(t, "lobby")
 	ctx, cancel := context.WithTimeout(context.Background(), lobbyWait)
 	defer cancel()

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,9 @@ import (
 	"github.com/basaltmc/basalt/integration/proxy"
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
+	"github.com/sandertv/gophertunnel/minecraft"
+	"github.com/sandertv/gophertunnel/minecraft/protocol"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
 // The JavaScript clients are PrismarineJS bedrock-protocol (pinned in
@@ -31,7 +36,9 @@ import (
 const jsDir = "js"
 
 // jsRunTimeout bounds one run of the client script, Node's start included.
-const jsRunTimeout = 15 * time.Second
+// A run takes a few seconds; the bound is for a machine busy with other
+// work, where Node gets little CPU.
+const jsRunTimeout = 45 * time.Second
 
 // jsConnectTimeout is bedrock-protocol's connectTimeout, in milliseconds,
 // for clients that are expected to give up: jsp-raknet ignores
@@ -75,8 +82,30 @@ func needNode(t *testing.T) string {
 	if jsInstallErr != nil {
 		t.Fatal(jsInstallErr)
 	}
+	jsPrecompile.Do(func() {
+		args := []string{"precompile.js"}
+		for _, p := range session.KnownProtocols() {
+			args = append(args, strconv.Itoa(int(p)))
+		}
+		cmd := exec.Command(node, args...)
+		cmd.Dir = jsDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			jsPrecompileErr = fmt.Errorf("node %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if jsPrecompileErr != nil {
+		t.Fatal(jsPrecompileErr)
+	}
 	return node
 }
+
+// jsPrecompile compiles bedrock-protocol's packet code for every protocol
+// the server knows once per test binary (a cache in node_modules), so
+// that each client does not spend seconds of CPU compiling it at start.
+var (
+	jsPrecompile    sync.Once
+	jsPrecompileErr error
+)
 
 // jsInstall installs the client's packages once per test binary.
 var (
@@ -197,7 +226,12 @@ var jsClients = []jsClient{
 }
 
 func (c jsClient) args(name string) []string {
-	args := []string{"--backend=" + c.backend, "--username=" + name, "--protocol=" + strconv.Itoa(int(session.CurrentProtocol))}
+	return c.argsAt(name, session.CurrentProtocol)
+}
+
+// argsAt is args for a client speaking Bedrock protocol p.
+func (c jsClient) argsAt(name string, p int32) []string {
+	args := []string{"--backend=" + c.backend, "--username=" + name, "--protocol=" + strconv.Itoa(int(p))}
 	if c.raknet != "" {
 		args = append(args, "--raknet="+c.raknet)
 	}
@@ -208,13 +242,28 @@ func TestPrismarineClientGetsDisconnectMessage(t *testing.T) {
 	node := needNode(t)
 	t.Parallel()
 	const msg = "Welcome, {player}! Nothing to see yet."
-	for i, c := range jsClients {
-		t.Run(c.name, func(t *testing.T) {
+	type tc struct {
+		c        jsClient
+		protocol int32
+	}
+	var tests []tc
+	for _, c := range jsClients {
+		tests = append(tests, tc{c, session.CurrentProtocol})
+	}
+	// The gate at every other protocol, over the C++ RakNet.
+	for _, p := range session.KnownProtocols() {
+		if p != session.CurrentProtocol {
+			tests = append(tests, tc{jsClients[2], p})
+		}
+	}
+	for i, tc := range tests {
+		c := tc.c
+		t.Run(fmt.Sprintf("%s at %d", c.name, tc.protocol), func(t *testing.T) {
 			t.Parallel()
 			name := "Steve" + strconv.Itoa(i)
 			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout})
 			var h handshakeLog
-			res := runJS(t, node, proxied(t, addr, &h), c.args(name)...)
+			res := runJS(t, node, proxied(t, addr, &h), c.argsAt(name, tc.protocol)...)
 			t.Logf("%s: %+v", c.name, res)
 			if want := strings.ReplaceAll(msg, "{player}", name); res.Event != "kick" || res.Message != want {
 				t.Errorf("got %s %q (error %q), want kick %q", res.Event, res.Message, res.Error, want)
@@ -316,5 +365,177 @@ func TestPrismarineProtocol10ClientOnServerWithout10(t *testing.T) {
 				t.Errorf("got %d OpenConnectionReply1, want none", len(h.reply1))
 			}
 		})
+	}
+}
+
+// jsProc is client.js running in lobby mode: its events as they come, and
+// its stdin for chat.
+type jsProc struct {
+	name   string
+	stdin  io.WriteCloser
+	events chan jsResult
+}
+
+// startJS starts client.js --lobby with args against addr; the process is
+// ended and waited for when the test ends.
+func startJS(t *testing.T, node, addr, name string, args ...string) *jsProc {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), jsLobbyTimeout)
+	args = append([]string{"client.js", "--lobby", "--host=" + host, "--port=" + port}, args...)
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = jsDir
+	cmd.WaitDelay = time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("node %s: %v", strings.Join(args, " "), err)
+	}
+	p := &jsProc{name: name, stdin: stdin, events: make(chan jsResult, 64)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(p.events)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var ev jsResult
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				p.events <- ev
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		cancel()
+		<-read
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s stderr: %s", name, stderr.Bytes())
+		}
+	})
+	return p
+}
+
+// jsLobbyTimeout bounds a lobby client's whole run; jsLobbyWait one wait
+// for an event. Both are for a busy machine: a run takes seconds.
+const (
+	jsLobbyTimeout = 90 * time.Second
+	jsLobbyWait    = 45 * time.Second
+)
+
+// expect returns the next event that satisfies match, failing the test if
+// the client ends or none comes in time.
+func (p *jsProc) expect(t *testing.T, what string, match func(jsResult) bool) jsResult {
+	t.Helper()
+	timeout := time.After(jsLobbyWait)
+	var seen []jsResult
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				t.Fatalf("%s: ended waiting for %s; saw %+v", p.name, what, seen)
+			}
+			if match(ev) {
+				return ev
+			}
+			seen = append(seen, ev)
+		case <-timeout:
+			t.Fatalf("%s: no %s after %v; saw %+v", p.name, what, jsLobbyWait, seen)
+		}
+	}
+}
+
+// TestPrismarineLobby spawns bedrock-protocol's client in the lobby at both
+// protocols, over each RakNet backend (the C++ RakNet offering 11; jsp-raknet
+// and rust-raknet offering 10), beside gophertunnel's client at 2193, with
+// config.toml's defaults: each is greeted, /list names them all, and the
+// shutdown message reaches each.
+func TestPrismarineLobby(t *testing.T) {
+	node := needNode(t)
+	uc := server.DefaultUserConfig()
+	uc.Network.AddressV4 = "127.0.0.1:0"
+	uc.Network.AddressV6 = ""
+	uc.Network.LANDiscovery = false
+	uc.Server.Handler = "lobby"
+	uc.Server.Greeting = "Hello {player}, this is the lobby."
+	uc.Server.ShutdownMessage = "The lobby is closing, bye!"
+	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")
+	uc.Server.OnlineMode = false // the clients log in offline
+	c, err := uc.Config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ShutdownTimeout = jsShutdownTimeout
+	srv := c.New()
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := srv.Addrs()[0].String()
+
+	clients := []struct {
+		name     string
+		c        jsClient
+		protocol int32
+	}{
+		{"Native2193", jsClients[2], 2193},
+		{"Native2225", jsClients[2], 2225},
+		{"Jsp2225", jsClients[0], 2225},
+		{"Rust2193", jsClients[1], 2193},
+	}
+	var procs []*jsProc
+	for _, cl := range clients {
+		procs = append(procs, startJS(t, node, addr, cl.name, cl.c.argsAt(cl.name, cl.protocol)...))
+	}
+	gopher := lobbyJoin(t, addr, "Gopher")
+	lobbyText(t, gopher, "Hello Gopher, this is the lobby.")
+	for _, p := range procs {
+		p.expect(t, "spawn", func(ev jsResult) bool { return ev.Event == "spawn" })
+		p.expect(t, "greeting", func(ev jsResult) bool {
+			return ev.Event == "text" && ev.Message == "Hello "+p.name+", this is the lobby."
+		})
+	}
+
+	want := "5 players in the lobby: Gopher, Jsp2225, Native2193, Native2225, Rust2193"
+	for _, p := range procs {
+		if _, err := io.WriteString(p.stdin, "/list\n"); err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		p.expect(t, "the /list answer", func(ev jsResult) bool { return ev.Event == "text" && ev.Message == want })
+	}
+	if err := gopher.WritePacket(&packet.CommandRequest{
+		CommandLine:   "/list",
+		CommandOrigin: protocol.CommandOrigin{Origin: protocol.CommandOriginPlayer},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lobbyText(t, gopher, "in the lobby:"); got != want {
+		t.Errorf("Gopher's /list: got %q, want %q", got, want)
+	}
+
+	_ = srv.Close()
+	for _, p := range procs {
+		p.expect(t, "the shutdown message", func(ev jsResult) bool {
+			return ev.Event == "kick" && ev.Message == "The lobby is closing, bye!"
+		})
+	}
+	_ = gopher.SetReadDeadline(time.Now().Add(lobbyWait))
+	for {
+		if _, err := gopher.ReadPacket(); err != nil {
+			var de minecraft.DisconnectError
+			if !errors.As(err, &de) || string(de) != "The lobby is closing, bye!" {
+				t.Errorf("Gopher: got %v, want the shutdown message", err)
+			}
+			break
+		}
 	}
 }

@@ -113,14 +113,6 @@ func (a *account) Reserve(n int) bool {
 // Release returns n bytes.
 func (a *account) Release(n int) { a.a.Release(n) }
 
-// connPool is which of a listener's pools counts a connection.
-type connPool uint8
-
-const (
-	poolHandshake connPool = iota
-	poolEstablished
-)
-
 type connState uint8
 
 const (
@@ -200,7 +192,10 @@ type Conn struct {
 	raddr netip.AddrPort // the peer, IPv4 unmapped
 	mtu   int
 	guid  int64 // the peer's GUID; set before the Conn is shared
-	dial  bool
+	// owner learns, once c.mu is released, that the connection completed
+	// its handshake or closed: its listener's record of it, or its
+	// dialer.
+	owner owner
 
 	readQ [][]byte // delivered messages; those from readHead on are unread
 	// spare holds buffers of messages Read copied out, for deliver to
@@ -255,27 +250,47 @@ type Conn struct {
 	// onReceipt.
 	receipts  []Receipt
 	onReceipt atomic.Pointer[func(Receipt)]
-	// remove is set when the connection closed under mu: unlock runs
-	// onClose.
-	remove bool
-	// pool is the listener's count the connection is in; unproven is set
-	// for one admitted without a cookie.
-	pool     connPool
-	unproven bool
-	// While amp is set (a listener's connection in its handshake), the
-	// connection sends at most ampFactor times the bytes it received:
-	// ampIn and ampOut count them.
-	amp           bool
-	ampIn, ampOut int
+	// tell is what unlock tells the owner: what happened under mu.
+	tell ownerEvents
+	// amp, while set (a listener's connection in its handshake), bounds
+	// what the connection sends by what it received. The listener's
+	// record of the connection holds it; the connection drops it once
+	// established.
+	amp *ampBudget
+}
 
-	// onEstablished runs with c.mu held once the handshake completes (it
-	// must not block); onClose runs without c.mu once the connection is
-	// closed.
-	onEstablished func(*Conn)
-	onClose       func(*Conn)
-	// reply2 is the OpenConnectionReply2 sent for this connection, sent
-	// again as it is when a retried request arrives.
-	reply2 []byte
+// owner is who made a connection, and learns what becomes of it: a
+// listener's record of the connection (peer), or a dialer's (dialOwner).
+// Its methods run without the connection's lock, on the goroutine that
+// made the change, once.
+type owner interface {
+	// established: the connection completed its handshake.
+	established(c *Conn)
+	// closed: the connection closed.
+	closed(c *Conn)
+}
+
+// ownerEvents are what a pass over a connection tells its owner.
+type ownerEvents uint8
+
+const (
+	tellEstablished ownerEvents = 1 << iota
+	tellClosed
+)
+
+// ampBudget is QUIC's anti-amplification rule for a connection in its
+// handshake: it sends at most ampFactor times the bytes it received.
+type ampBudget struct {
+	in, out int
+}
+
+// allow reports whether n more bytes may be sent, and counts them if so.
+func (a *ampBudget) allow(n int) bool {
+	if a.out+n > ampFactor*a.in {
+		return false
+	}
+	a.out += n
+	return true
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -290,7 +305,6 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 		wap:         wap,
 		raddr:       raddr,
 		mtu:         mtu,
-		dial:        dial,
 		ctl:         newControl(dial, raddr, now),
 		closed:      make(chan struct{}),
 		released:    make(chan struct{}),
@@ -324,9 +338,9 @@ func (c *Conn) start(now time.Time) {
 }
 
 // unlock releases c.mu, then writes the datagrams built while it was
-// held, reports receipts and, if the connection was closed meanwhile, runs
-// the close callback and releases the connection. No syscall and no
-// callback runs under c.mu.
+// held, reports receipts and tells the owner if the connection completed
+// its handshake or closed meanwhile, and releases a closed connection. No
+// syscall and no callback runs under c.mu.
 func (c *Conn) unlock() {
 	out := c.out
 	c.out = nil
@@ -335,8 +349,8 @@ func (c *Conn) unlock() {
 		receipts = c.receipts
 		c.receipts = nil
 	}
-	rm := c.remove
-	c.remove = false
+	tell := c.tell
+	c.tell = 0
 	lingering := c.lingering
 	c.mu.Unlock()
 	if out != nil {
@@ -349,15 +363,19 @@ func (c *Conn) unlock() {
 			}
 		}
 	}
-	if !rm {
+	if tell == 0 {
 		return
 	}
-	if c.onClose != nil {
-		c.onClose(c)
+	if tell&tellEstablished != 0 {
+		c.owner.established(c)
 	}
-	if !c.dial || lingering {
+	if tell&tellClosed == 0 {
+		return
+	}
+	c.owner.closed(c)
+	if !c.ctl.dial || lingering {
 		// A dialed connection is otherwise released by its read loop,
-		// which ends once onClose closed the socket. A lingering one
+		// which ends once its owner closed the socket. A lingering one
 		// keeps reading for lingerTime but holds nothing of the caller's.
 		c.release()
 	}

@@ -18,7 +18,7 @@ func (c *Conn) finish(err error) {
 	close(c.closed)
 	c.wakeReaders()
 	wake(&c.writeWait)
-	c.remove = true
+	c.tell |= tellClosed
 	// What the connection held is no one's now: its share of the
 	// listener's budget goes back.
 	c.layer.Close()
@@ -52,11 +52,11 @@ func (c *Conn) abort(err error, tell bool) {
 // concurrently; every call returns once the connection is released.
 func (c *Conn) Close() error {
 	c.mu.Lock()
+	now := time.Now()
 	switch c.state {
 	case stateHandshake:
 		c.abort(net.ErrClosed, true)
 	case stateConnected:
-		now := time.Now()
 		c.state = stateClosing
 		c.closeBy = now.Add(c.cfg.closeTimeout)
 		// DisconnectionNotification goes out once the peer acknowledged
@@ -65,12 +65,10 @@ func (c *Conn) Close() error {
 		if c.layer.Buffered() == 0 {
 			c.notifyPeer(now)
 		}
-		c.flush(now)
-		c.arm(now)
 		c.wakeReaders()
 		wake(&c.writeWait)
 	}
-	c.unlock()
+	c.end(now)
 	<-c.released
 	return nil
 }

@@ -36,15 +36,12 @@ func (c *Conn) flushCopies(now time.Time, copies int) {
 // queue adds datagram *bp to c.out, to be written copies times, unless
 // the anti-amplification budget of a handshake forbids it.
 func (c *Conn) queue(bp *[]byte, copies int, now time.Time) {
-	if c.amp {
-		if c.ampOut+len(*bp)*copies > ampFactor*c.ampIn {
-			// Over the budget: the datagram is lost to the layer, which
-			// resends it once the peer has sent more.
-			datagramBuffers.Put(bp)
-			c.ep.n.amplification.Add(1)
-			return
-		}
-		c.ampOut += len(*bp) * copies
+	if c.amp != nil && !c.amp.allow(len(*bp)*copies) {
+		// Over the budget: the datagram is lost to the layer, which
+		// resends it once the peer has sent more.
+		datagramBuffers.Put(bp)
+		c.ep.n.amplification.Add(1)
+		return
 	}
 	if c.out == nil {
 		c.out = outboxes.Get().(*outbox)
@@ -91,21 +88,33 @@ func (c *Conn) arm(now time.Time) {
 	c.timer.Reset(max(next.Sub(now), 0))
 }
 
+// end ends a pass over the connection, which began by taking c.mu: unless
+// the pass closed the connection, it builds every datagram the layer
+// allows now and arms the timer for the earliest deadline; then it
+// releases c.mu (see unlock). Every pass that may have changed what is
+// due ends here.
+func (c *Conn) end(now time.Time) {
+	if c.state != stateClosed {
+		c.flush(now)
+		c.arm(now)
+	}
+	c.unlock()
+}
+
 // onTimer runs when the earliest deadline may have passed.
 func (c *Conn) onTimer() {
 	c.mu.Lock()
-	defer c.unlock()
+	now := time.Now()
+	defer func() { c.end(now) }()
 	if c.state == stateClosed {
 		return
 	}
 	c.wakeups.Add(1)
-	now := time.Now()
 	c.timerAt = time.Time{}
 	switch c.state {
 	case stateHandshake:
 		if !now.Before(c.handshakeDeadline()) {
 			c.finish(closedBy(ErrPeerTimeout))
-			return
 		}
 	case stateConnected:
 		if !now.Before(c.lastRecv.Add(c.cfg.timeout)) {
@@ -123,11 +132,8 @@ func (c *Conn) onTimer() {
 			// loss holds it): tell the peer at once, unreliably, before
 			// going.
 			c.abort(net.ErrClosed, true)
-			return
 		}
 	}
-	c.flush(now)
-	c.arm(now)
 }
 
 // handshakeDeadline is when an unfinished handshake ends.
@@ -141,13 +147,13 @@ func (c *Conn) handshakeDeadline() time.Time {
 // handle processes one datagram from the peer.
 func (c *Conn) handle(b []byte, now time.Time) {
 	c.mu.Lock()
-	defer c.unlock()
+	defer c.end(now)
 	if c.state == stateClosed {
 		return
 	}
 	c.lastRecv = now
-	if c.amp {
-		c.ampIn += len(b)
+	if c.amp != nil {
+		c.amp.in += len(b)
 	}
 	before := c.layer.Buffered()
 	if err := c.layer.HandleDatagram(now, b); err != nil {
@@ -180,11 +186,8 @@ func (c *Conn) handle(b []byte, now time.Time) {
 			// with the final copies.
 			c.flushFinal(now)
 			c.finish(net.ErrClosed)
-			return
 		}
 	}
-	c.flush(now)
-	c.arm(now)
 }
 
 // afterDeliver acts on what the layer delivered in this pass, once the
@@ -237,7 +240,7 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 		c.drop()
 	case evEstablished:
 		c.justEstablished = true
-		if c.dial {
+		if c.ctl.dial {
 			c.lastSent = now
 		}
 	case evPeerClosed:
@@ -280,9 +283,7 @@ func (c *Conn) establish() {
 		return
 	}
 	c.state = stateConnected
-	c.amp = false
+	c.amp = nil
 	close(c.established)
-	if c.onEstablished != nil {
-		c.onEstablished(c)
-	}
+	c.tell |= tellEstablished
 }

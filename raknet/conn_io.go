@@ -130,16 +130,13 @@ func (c *Conn) read(into []byte) ([]byte, int, error) {
 					c.readQ = nil
 				}
 			}
+			now := time.Now()
 			if c.state != stateClosed {
 				// The room p took in the delivery budget is free again:
 				// the layer may deliver what waited for it and asks for
 				// what it refused.
-				now := time.Now()
 				c.layer.Consumed(now, len(p))
-				if !c.afterDeliver(now) {
-					c.flush(now)
-					c.arm(now)
-				}
+				c.afterDeliver(now)
 			}
 			var n int
 			var err error
@@ -152,7 +149,7 @@ func (c *Conn) read(into []byte) ([]byte, int, error) {
 				c.keepSpare(p)
 				p = nil
 			}
-			c.unlock()
+			c.end(now)
 			return p, n, err
 		}
 		if c.state == stateClosed || c.state == stateClosing {
@@ -255,9 +252,7 @@ func (c *Conn) write(b []byte, r Reliability, channel uint8) (uint32, error) {
 		now := time.Now()
 		id, err := c.layer.Send(now, b, wire.Reliability(r), channel)
 		if err == nil {
-			c.flush(now)
-			c.arm(now)
-			c.unlock()
+			c.end(now)
 			return id, nil
 		}
 		if !errors.Is(err, reliability.ErrSendBufferFull) {

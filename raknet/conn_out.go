@@ -33,8 +33,12 @@ func (o *outbox) add(b *[]byte, copies int) {
 // send writes every datagram of out to the peer, without c.mu, and
 // returns out and its buffers to their pools.
 func (c *Conn) send(out *outbox) {
+	batched := c.ep.writeOut(out, c.wap)
 	for i, d := range out.d {
 		for range d.copies {
+			if batched {
+				break
+			}
 			if err := c.ep.write(*d.b, c.wap); err != nil && c.ep.logWriteError() {
 				c.cfg.log.Debug().Err(err).Msg("write datagram")
 			}

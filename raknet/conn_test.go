@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net"
 	"reflect"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
 // checkOpErr checks that err is a *net.OpError for op that wraps want.
@@ -239,7 +240,7 @@ func TestReadQueueBackpressure(t *testing.T) {
 // Many connections, then every end closed: no goroutine, timer or
 // connection is left.
 func TestNoLeaksAfterClose(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -298,15 +299,15 @@ func TestConnAddrs(t *testing.T) {
 // listener side adds no goroutine per connection, so the process grows by
 // the dialer's one reader per dialed socket and no more.
 func TestNoGoroutinePerConnection(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l := listenTest(t, ListenConfig{})
 	const n = 16
-	before := runtime.NumGoroutine()
+	before := len(leaktest.Goroutines())
 	for range n {
 		dialTest(t, Dialer{}, l)
 	}
 	// Timers run their callbacks in short-lived goroutines; allow a few.
-	grown := runtime.NumGoroutine() - before
+	grown := len(leaktest.Goroutines()) - before
 	if grown > n+4 {
 		t.Errorf("%d connections added %d goroutines, want at most %d (one dialer reader each)", n, grown, n+4)
 	}

@@ -171,6 +171,26 @@ func (p *dialPeer) handle(ep *endpoint) func(b []byte, from netip.AddrPort, now 
 	}
 }
 
+// dialOwner is the owner of a dialed connection: the socket is the
+// connection's alone, and closes with it.
+type dialOwner struct {
+	ep     *endpoint
+	server netip.AddrPort
+}
+
+func (dialOwner) established(*Conn) {}
+
+func (o dialOwner) closed(c *Conn) {
+	if c.lingering {
+		// The read loop acknowledges stale data for lingerTime, then
+		// the socket closes.
+		o.ep.linger(o.server, time.Now())
+		time.AfterFunc(lingerTime, o.ep.close)
+		return
+	}
+	o.ep.close()
+}
+
 func (d Dialer) handshake(ctx context.Context, ep *endpoint, ap netip.AddrPort) (*Conn, error) {
 	guid := d.GUID
 	if guid == 0 {
@@ -207,16 +227,7 @@ func (d Dialer) handshake(ctx context.Context, ep *endpoint, ap netip.AddrPort) 
 	now := time.Now()
 	c := newConn(ep, ap, h.mtu, cfg, true, now)
 	c.guid = h.reply2.ServerGUID
-	c.onClose = func(c *Conn) {
-		if c.lingering {
-			// The read loop acknowledges stale data for lingerTime, then
-			// the socket closes.
-			ep.linger(ap, time.Now())
-			time.AfterFunc(lingerTime, ep.close)
-			return
-		}
-		ep.close()
-	}
+	c.owner = dialOwner{ep: ep, server: ap}
 	c.start(now)
 	peer.conn.Store(c)
 	select {
@@ -229,9 +240,7 @@ func (d Dialer) handshake(ctx context.Context, ep *endpoint, ap netip.AddrPort) 
 
 	c.mu.Lock()
 	c.sendControl(now, c.ctl.request(guid, now))
-	c.flush(now)
-	c.arm(now)
-	c.unlock()
+	c.end(now)
 
 	select {
 	case <-c.established:

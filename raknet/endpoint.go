@@ -72,7 +72,10 @@ func addrPortOf(addr net.Addr) netip.AddrPort {
 // sendmmsg; see endpoint_linux.go): a reader takes what the socket holds
 // in one call, and the replies produced while it handles them (pongs,
 // ACKs, a connection's data) leave together in one call once it is done.
-// Writes from anywhere else leave at once, one datagram per call.
+// Writes from anywhere else leave at once: a connection's pass of several
+// datagrams (a reply and its ACK) in one sendmmsg, or joining a reader's
+// batch while one is collected (endpoint_outbox.go); a lone datagram in
+// one call.
 type endpoint struct {
 	socks []*socket
 	local net.Addr

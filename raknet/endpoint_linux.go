@@ -210,6 +210,12 @@ func setPort(dst *uint16, port uint16) {
 	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(dst))[:], port)
 }
 
+// room returns the free slots of the queue writers add to.
+func (b *batchIO) room() int {
+	q := &b.q[b.active]
+	return len(q.msgs) - q.n
+}
+
 // full reports whether the queue writers add to has no free slot.
 func (b *batchIO) full() bool {
 	q := &b.q[b.active]

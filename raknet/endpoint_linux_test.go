@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -328,7 +329,7 @@ func dialFrom(ip netip.Addr) Dialer {
 // the kernel spreads over both sockets, and every connection works.
 // Closing the listener closes both sockets and ends both readers.
 func TestListenerSockets(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l, err := ListenConfig{Sockets: 2}.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +399,7 @@ func steerOffline(t *testing.T, l *Listener) {
 // datagrams arrive on the other is found there: the listener keeps one
 // table for all its sockets.
 func TestListenerSocketsCrossSocket(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l := listenTest(t, ListenConfig{Sockets: 2})
 	steerOffline(t, l)
 	// The program steers: pings all reach socket 1.

@@ -24,6 +24,7 @@ func newBatchIO(*net.UDPConn, int) *batchIO { return nil }
 func (*batchIO) read() (int, error)                         { panic("raknet: no batched I/O") }
 func (*batchIO) message(int) ([]byte, netip.AddrPort, bool) { panic("raknet: no batched I/O") }
 func (*batchIO) full() bool                                 { return true }
+func (*batchIO) room() int                                  { return 0 }
 func (*batchIO) add([]byte, netip.AddrPort) bool            { return false }
 func (*batchIO) flush(*sync.Mutex)                          {}
 func (*batchIO) flushNow()                                  {}

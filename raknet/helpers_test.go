@@ -6,13 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -23,7 +22,7 @@ const maxDatagramSize = 65535
 // Dialer never would.
 type rawClient struct {
 	t      *testing.T
-	pc     *net.UDPConn
+	pc     rawSocket
 	server netip.AddrPort
 	buf    []byte
 
@@ -31,6 +30,14 @@ type rawClient struct {
 	// cookie is the one the last Reply1 carried, if hasCookie.
 	cookie    uint32
 	hasCookie bool
+}
+
+// rawSocket is what a rawClient needs of its socket: a *net.UDPConn or a
+// *simnet.Conn.
+type rawSocket interface {
+	net.PacketConn
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
 }
 
 func newRawClient(t *testing.T, server net.Addr) *rawClient {
@@ -319,46 +326,6 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
-// checkGoroutines fails the test if, within a few seconds after the
-// test's cleanups, any goroutine running this package's code is left that
-// no test started: a connection's timer callback, a socket reader, a
-// blocked Dial. It looks at what the goroutines run, not at their number,
-// so goroutines an earlier test left behind fail the check too instead of
-// raising its baseline. Call it first so that its cleanup runs last.
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	t.Cleanup(func() {
-		var leaked []string
-		if !waitFor(3*time.Second, func() bool {
-			leaked = leakedGoroutines()
-			return len(leaked) == 0
-		}) {
-			t.Errorf("got %d goroutines of raknet after the test, want none:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-		}
-	})
-}
-
-// leakedGoroutines returns the stacks of goroutines that run raknet code
-// and are not test goroutines (which run under testing.tRunner).
-func leakedGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var leaked []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "basalt/raknet.") && !strings.Contains(g, "testing.tRunner(") {
-			leaked = append(leaked, g)
-		}
-	}
-	return leaked
-}
-
 // filterConn wraps a PacketConn: writes for which dropWrite returns true
 // and reads for which dropRead returns true are discarded silently, as a
 // path that loses them would. Sizes seen are recorded.
@@ -432,16 +399,16 @@ func (h *blackHole) drop([]byte) bool { return h.on.Load() }
 
 // The leak check sees an open listener's reader and nothing once it is
 // closed.
-func TestLeakedGoroutinesSeesReader(t *testing.T) {
+func TestLeakCheckSeesReader(t *testing.T) {
 	l, err := ListenConfig{}.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(time.Second, func() bool { return len(leakedGoroutines()) > 0 }) {
+	if !waitFor(time.Second, func() bool { return len(leaktest.Goroutines()) > 0 }) {
 		t.Error("open listener: no goroutine reported")
 	}
 	_ = l.Close()
-	if !waitFor(3*time.Second, func() bool { return len(leakedGoroutines()) == 0 }) {
-		t.Errorf("closed listener: got %d goroutines", len(leakedGoroutines()))
+	if !waitFor(3*time.Second, func() bool { return len(leaktest.Goroutines()) == 0 }) {
+		t.Errorf("closed listener: got %d goroutines", len(leaktest.Goroutines()))
 	}
 }

@@ -284,8 +284,10 @@ type Listener struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	mu     sync.RWMutex
-	conns  map[netip.AddrPort]*Conn
+	mu sync.RWMutex
+	// conns is the connection table: the listener's record of each
+	// connection, by the peer's address.
+	conns  map[netip.AddrPort]*peer
 	closed bool // set by Close under mu: no new connections
 	// retired sums the counters of connections removed from conns (see
 	// ConnStats); guarded by mu.
@@ -298,8 +300,8 @@ type Listener struct {
 	prefixes   *guard.PrefixLimiter
 	replyBytes *guard.ByteLimiter
 	ipRate     *guard.PrefixLimiter
-	// perIP counts established connections by IP address.
-	ipMu  sync.Mutex
+	// perIP counts established connections by IP address; guarded by
+	// mu.
 	perIP map[netip.Addr]int
 	// unproven counts handshakes admitted without a cookie.
 	unproven atomic.Int64
@@ -309,9 +311,9 @@ type Listener struct {
 	// and their total then.
 	refusalLogAt   atomic.Int64
 	refusalsLogged atomic.Uint64
-	// pending and established count the connections in and past their
-	// handshake; each changes under mu or, for a connection that
-	// completes its handshake, atomically with its move.
+	// pending and nEstablished count the connections in and past their
+	// handshake, unproven those admitted without a cookie; they change
+	// under mu, and are read without it.
 	pending, nEstablished atomic.Int64
 
 	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
@@ -364,7 +366,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		log:     zerolog.Nop(),
 		accept:  make(chan *Conn, queue),
 		done:    make(chan struct{}),
-		conns:   make(map[netip.AddrPort]*Conn),
+		conns:   make(map[netip.AddrPort]*peer),
 		started: time.Now(),
 	}
 	l.n = l.ep.n
@@ -479,8 +481,8 @@ func (l *Listener) Close() error {
 		l.mu.Lock()
 		l.closed = true
 		conns := make([]*Conn, 0, len(l.conns))
-		for _, c := range l.conns {
-			conns = append(conns, c)
+		for _, p := range l.conns {
+			conns = append(conns, p.c)
 		}
 		l.mu.Unlock()
 		// The goodbyes below leave at once, whatever the readers are
@@ -498,82 +500,111 @@ func (l *Listener) Close() error {
 	return nil
 }
 
+// peer is the listener's record of one of its connections, owned by its
+// connection table: what the listener keeps about a connection, apart
+// from the connection itself, and the connection's owner.
+type peer struct {
+	l *Listener
+	c *Conn
+	// reply2 is the OpenConnectionReply2 sent for the connection, sent
+	// again as it is when a retried request arrives; unproven is set for
+	// a connection admitted without a cookie. Both are set before the
+	// record is shared.
+	reply2   []byte
+	unproven bool
+	// counted is set once the connection counts as established, gone
+	// once it counts nowhere; both guarded by l.mu.
+	counted, gone bool
+	// amp is the connection's anti-amplification budget while in its
+	// handshake; the connection uses it under its own lock.
+	amp ampBudget
+}
+
 // established moves a connection out of its handshake pool and queues it
 // for Accept, or refuses it when established connections (in all, or of
-// its IP) are at their cap or the accept queue is full. It runs with c.mu
-// held.
-func (l *Listener) established(c *Conn) {
+// its IP) are at their cap or the accept queue is full. It runs without
+// c.mu, once the pass that completed the handshake released it.
+func (p *peer) established(c *Conn) {
+	l := p.l
 	select {
 	case <-l.done:
-		c.abort(net.ErrClosed, true)
+		c.closeNow(net.ErrClosed, true)
 		return
 	default:
 	}
-	if c.unproven {
-		l.unproven.Add(-1)
-	} else {
-		l.pending.Add(-1)
+	l.mu.Lock()
+	if p.gone {
+		// Closed since, by another goroutine: it counts nowhere now.
+		l.mu.Unlock()
+		return
 	}
-	c.pool = poolEstablished
+	l.leavePool(p)
+	p.counted = true
 	n := l.nEstablished.Add(1)
-	l.ipMu.Lock()
-	l.perIP[c.raddr.Addr()]++
-	perIP := l.perIP[c.raddr.Addr()]
-	l.ipMu.Unlock()
+	ip := c.raddr.Addr()
+	l.perIP[ip]++
+	refuse := true
 	switch {
 	case c.cfg.account != nil && !c.cfg.account.a.SetClass(l.establishedClass()):
 		// No room for the share an established connection needs.
 		l.n.refused.Add(1)
 		l.n.budgetRefusals.Add(1)
-		c.abort(net.ErrClosed, true)
-		return
 	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
 		l.n.refused.Add(1)
-		c.abort(net.ErrClosed, true)
-		return
-	case l.cfg.MaxConnectionsPerIP >= 0 && perIP > l.cfg.MaxConnectionsPerIP:
+	case l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] > l.cfg.MaxConnectionsPerIP:
 		l.n.refused.Add(1)
 		l.n.perIPLimited.Add(1)
-		c.abort(net.ErrClosed, true)
+	default:
+		select {
+		case l.accept <- c:
+			l.n.accepted.Add(1)
+			refuse = false
+		default:
+			l.n.refused.Add(1)
+			c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
+		}
+	}
+	l.mu.Unlock()
+	if refuse {
+		c.closeNow(net.ErrClosed, true)
 		return
 	}
-	select {
-	case l.accept <- c:
-		l.n.accepted.Add(1)
-		if e := l.log.Debug(); e.Enabled() {
-			e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
-		}
-	default:
-		l.n.refused.Add(1)
-		c.cfg.log.Debug().Str("raddr", c.raddr.String()).Msg("accept queue full: refusing connection")
-		c.abort(net.ErrClosed, true)
+	if e := l.log.Debug(); e.Enabled() {
+		e.Str("raddr", c.raddr.String()).Int("mtu", c.mtu).Msg("connection established")
 	}
 }
 
-// removeConn forgets a closed connection. It runs after c.mu is released,
-// by the goroutine that closed c.
-func (l *Listener) removeConn(c *Conn) {
+// leavePool takes a connection out of the count of its handshake pool.
+// l.mu is held.
+func (l *Listener) leavePool(p *peer) {
+	if p.unproven {
+		l.unproven.Add(-1)
+	} else {
+		l.pending.Add(-1)
+	}
+}
+
+// closed forgets a closed connection. It runs without c.mu, by the
+// goroutine that closed c.
+func (p *peer) closed(c *Conn) {
+	l := p.l
 	final := c.Stats()
 	l.mu.Lock()
-	if l.conns[c.raddr] == c {
+	if l.conns[c.raddr] == p {
 		delete(l.conns, c.raddr)
 	}
 	l.retired.add(&final)
-	switch {
-	case c.pool == poolEstablished:
+	p.gone = true
+	if p.counted {
 		l.nEstablished.Add(-1)
-		l.ipMu.Lock()
 		if n := l.perIP[c.raddr.Addr()] - 1; n > 0 {
 			l.perIP[c.raddr.Addr()] = n
 		} else {
 			delete(l.perIP, c.raddr.Addr())
 		}
-		l.ipMu.Unlock()
-	case c.unproven:
-		l.unproven.Add(-1)
-	default:
-		l.pending.Add(-1)
+	} else {
+		l.leavePool(p)
 	}
 	closed := l.closed
 	l.mu.Unlock()

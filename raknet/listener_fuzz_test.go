@@ -111,13 +111,13 @@ func FuzzListener(f *testing.F) {
 			if st.Connections > 3+maxUnproven+2 {
 				t.Fatalf("connections %d over every pool", st.Connections)
 			}
-			l.ipMu.Lock()
+			l.mu.Lock()
 			for ip, n := range l.perIP {
 				if n < 1 || n > 2 {
 					t.Fatalf("IP %v holds %d connections", ip, n)
 				}
 			}
-			l.ipMu.Unlock()
+			l.mu.Unlock()
 		})
 		_ = l.Close()
 		if st := l.Stats(); st.Connections != 0 || st.Handshaking != 0 || l.nEstablished.Load() != 0 {

@@ -35,8 +35,8 @@ func (l *Listener) ConnStats(f func(Stats)) (closed Stats) {
 	l.mu.RLock()
 	closed = l.retired
 	conns := make([]*Conn, 0, len(l.conns))
-	for _, c := range l.conns {
-		conns = append(conns, c)
+	for _, p := range l.conns {
+		conns = append(conns, p.c)
 	}
 	l.mu.RUnlock()
 	for _, c := range conns {

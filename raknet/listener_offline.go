@@ -64,10 +64,10 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 	}
 	if b[0]&wire.FlagValid != 0 {
 		l.mu.RLock()
-		c := l.conns[k]
+		p := l.conns[k]
 		l.mu.RUnlock()
-		if c != nil && (r.proxy == nil || c.wap == via) {
-			c.handle(b, now)
+		if p != nil && (r.proxy == nil || p.c.wap == via) {
+			p.c.handle(b, now)
 			return
 		}
 		// A proxied peer's stale data is not acknowledged: the ACK would
@@ -213,9 +213,9 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 }
 
 // request2State returns what the listener knows when an
-// OpenConnectionRequest2 arrives from k, where old is the connection it
-// has for k, if any. l.mu is held.
-func (l *Listener) request2State(old *Conn, k netip.AddrPort, now time.Time) r2State {
+// OpenConnectionRequest2 arrives from k, where old is its record of the
+// connection from k, if any. l.mu is held.
+func (l *Listener) request2State(old *peer, k netip.AddrPort, now time.Time) r2State {
 	st := r2State{
 		full:         l.full(),
 		pendingFull:  l.pending.Load() >= int64(l.cfg.MaxHandshakes),
@@ -223,9 +223,9 @@ func (l *Listener) request2State(old *Conn, k netip.AddrPort, now time.Time) r2S
 	}
 	if old != nil {
 		select {
-		case <-old.closed:
+		case <-old.c.closed:
 		default:
-			st.live = &peerView{guid: old.guid, reply2: old.reply2, established: old.isEstablished()}
+			st.live = &peerView{guid: old.c.guid, reply2: old.reply2, established: old.c.isEstablished()}
 		}
 	}
 	if st.live == nil {
@@ -243,9 +243,9 @@ func (l *Listener) request2State(old *Conn, k netip.AddrPort, now time.Time) r2S
 // listens there now is the new client. replace is called with l.mu held,
 // releases it while old closes, and reports with l.mu held again whether
 // the new connection may go in; if not, l.mu is released.
-func (l *Listener) replace(k netip.AddrPort, old *Conn) bool {
+func (l *Listener) replace(k netip.AddrPort, old *peer) bool {
 	l.mu.Unlock()
-	old.closeNow(closedBy(ErrPeerClosed), false)
+	old.c.closeNow(closedBy(ErrPeerClosed), false)
 	l.mu.Lock()
 	// A connection closed just now may not have removed itself yet;
 	// another reader may have let a new one in (two proxies naming one
@@ -261,8 +261,9 @@ func (l *Listener) replace(k netip.AddrPort, old *Conn) bool {
 }
 
 // newHandshake starts the connection an accepted OpenConnectionRequest2 of
-// n bytes creates, whose Reply2 is d.reply.
-func (l *Listener) newHandshake(d *r2Decision, n int, from, via netip.AddrPort, now time.Time) *Conn {
+// n bytes creates, whose Reply2 is d.reply, and returns the listener's
+// record of it.
+func (l *Listener) newHandshake(d *r2Decision, n int, from, via netip.AddrPort, now time.Time) *peer {
 	l.ep.forget(key(from))
 	cfg := l.connCfg
 	if !d.proven {
@@ -272,24 +273,24 @@ func (l *Listener) newHandshake(d *r2Decision, n int, from, via netip.AddrPort, 
 		cfg.account = &account{a: l.budget.Open(), refused: &l.n.budgetRefusals}
 	}
 	c := newConn(l.ep, from, d.mtu, cfg, false, now)
+	p := &peer{l: l, c: c, reply2: slices.Clone(d.reply), unproven: !d.proven}
 	c.wap = via
 	c.guid = d.guid
-	c.onEstablished = l.established
-	c.onClose = l.removeConn
-	c.reply2 = slices.Clone(d.reply)
+	c.owner = p
 	// Until it is established the connection sends at most ampFactor
 	// times what it received: the request, and for a proven one the probe
 	// its cookie answered.
-	c.amp, c.ampIn, c.ampOut = true, n, len(d.reply)
+	p.amp = ampBudget{in: n, out: len(d.reply)}
 	if d.proven {
-		c.ampIn += probeCredit
+		p.amp.in += probeCredit
 	} else {
 		// RakNet's own ten system addresses keep the answer to an
 		// unproven client's ConnectionRequest within the 3× rule.
-		c.unproven, c.ctl.systemAddrs = true, 10
+		c.ctl.systemAddrs = 10
 	}
+	c.amp = &p.amp
 	c.start(now)
-	return c
+	return p
 }
 
 // establishedClass is the budget class a connection takes once
@@ -301,12 +302,8 @@ func (l *Listener) establishedClass() guard.Class {
 	return guard.ClassLoggedIn
 }
 
-// ipFull reports whether ip has as many established connections as it may.
+// ipFull reports whether ip has as many established connections as it
+// may. l.mu is held.
 func (l *Listener) ipFull(ip netip.Addr) bool {
-	if l.cfg.MaxConnectionsPerIP < 0 {
-		return false
-	}
-	l.ipMu.Lock()
-	defer l.ipMu.Unlock()
-	return l.perIP[ip] >= l.cfg.MaxConnectionsPerIP
+	return l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] >= l.cfg.MaxConnectionsPerIP
 }

@@ -125,11 +125,12 @@ func TestQueryFromConnection(t *testing.T) {
 		r := newRawClient(t, l.Addr())
 		r.open(1400, -1)
 		l.mu.RLock()
-		c := l.conns[key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort())]
+		p := l.conns[key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort())]
 		l.mu.RUnlock()
-		if c == nil {
+		if p == nil {
 			t.Fatal("no connection after the handshake")
 		}
+		c := p.c
 		before := c.Stats().DatagramsReceived
 		r.send(queryReq)
 		if hook {

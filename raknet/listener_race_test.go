@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
-// testReaders holds the reader each listener's handle uses (*Listener →
-// handler).
+// testReaders holds the reader each open listener's handle uses
+// (*Listener → handler).
 var testReaders sync.Map
 
 // handle hands a datagram to l as one more socket's reader would: one of
@@ -21,6 +23,15 @@ var testReaders sync.Map
 func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 	h, ok := testReaders.Load(l)
 	if !ok {
+		// Forget the readers of closed listeners, so they can go.
+		testReaders.Range(func(k, _ any) bool {
+			select {
+			case <-k.(*Listener).done:
+				testReaders.Delete(k)
+			default:
+			}
+			return true
+		})
 		h, _ = testReaders.LoadOrStore(l, l.newReader())
 	}
 	h.(handler)(b, from, now)
@@ -34,7 +45,7 @@ func (l *Listener) handle(b []byte, from netip.AddrPort, now time.Time) {
 // the client that sent it; under -race, the readers must share no scratch
 // state (reply buffer, refusal summary, flows).
 func TestListenerSocketsQueryProxyRace(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	const clients, proxies, rounds = 12, 6, 40
 	hook := func(dst, req []byte, from netip.AddrPort, _ time.Time) ([]byte, error) {
 		// Long enough that two readers writing one buffer at once are

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 	"github.com/rs/zerolog"
 )
@@ -72,7 +73,7 @@ func TestListenUnspecifiedAnswersPings(t *testing.T) {
 }
 
 func TestListenIPv6(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l, err := Listen("[::1]:0")
 	if err != nil {
 		t.Skipf("IPv6 unavailable: %v", err)
@@ -350,7 +351,7 @@ func TestFullServer(t *testing.T) {
 
 // A client that never finishes the handshake leaves nothing behind.
 func TestAbandonedHandshakeIsForgotten(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l, err := ListenConfig{HandshakeTimeout: 200 * time.Millisecond}.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -507,7 +508,7 @@ func TestPongDataSwapIsAtomic(t *testing.T) {
 }
 
 func TestListenerCloseClosesConnections(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	l, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

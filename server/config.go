@@ -76,7 +76,7 @@ type UserConfig struct {
 		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
-		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). The server runs in offline mode either way: the Login is read but not checked against Xbox Live."`
+		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
 		NetherNet        bool     `toml:"nethernet" comment:"Also serve NetherNet, the WebRTC transport Bedrock 1.26.50 and later try first and 1.26.60 and later use alone: HTTP signalling on TCP at the IPv4 game port's number (or the IPv6 one's), the peer connections over UDP (see nethernet_ice_port). Without it current clients cannot join."`
 		NetherNetTLSCert string   `toml:"nethernet_tls_cert" comment:"PEM certificate file for NetherNet signalling over HTTPS; with nethernet_tls_key. A certificate clients trust for the name they type spares them the one-time prompt to trust the server's key. Empty means plain HTTP. A relative path is relative to this file's directory."`
 		NetherNetTLSKey  string   `toml:"nethernet_tls_key" comment:"PEM private key file of nethernet_tls_cert."`
@@ -91,13 +91,19 @@ type UserConfig struct {
 		MaxPlayers        int    `toml:"max_players" comment:"Most players online at once (at least 1)."`
 		Version           string `toml:"version" comment:"Game version advertised in the MOTD, in network form (\"1.26.50\")."`
 		Protocol          int    `toml:"protocol" comment:"Network protocol advertised in the MOTD. Must be in accepted_protocols."`
-		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak."`
+		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak: any of those this build knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66)."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
 		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
 		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
+		OnlineMode        bool   `toml:"online_mode" comment:"Verify every player's Xbox Live sign-in with the Minecraft authentication service, as BDS's online-mode does: a player who is not signed in is told \"You must be signed in to Xbox Live to join.\" The keys are fetched in the background; until they are, players are told the server cannot verify sign-ins right now. false trusts whatever name and XUID a client claims: only for bots, tests, and proxies that verify players themselves."`
+		AuthDiscoveryURL  string `toml:"auth_discovery_url" comment:"Discovery document of the Minecraft services, which names the issuer of the tokens online mode verifies."`
+		AuthIssuer        string `toml:"auth_issuer" comment:"Token issuer whose keys are fetched when discovery fails. Empty means none."`
+		Allowlist         bool   `toml:"allowlist" comment:"Admit only the players allowlist_file lists. Names and XUIDs are proven only in online mode."`
+		AllowlistFile     string `toml:"allowlist_file" comment:"The allowlist, in BDS's allowlist.json format ([{\"name\": \"Steve\", \"xuid\": \"…\"}]), created empty if missing and reloaded when it changes, on SIGHUP and on the console's reload. A relative path is relative to this file's directory."`
+		BansFile          string `toml:"bans_file" comment:"The ban list: a JSON array of {\"xuid\", \"name\" or \"ip\" (an address or CIDR prefix), \"reason\", \"expires\" (RFC 3339)}, created empty if missing and reloaded as allowlist_file is. A banned player online is disconnected with the reason."`
 	} `toml:"server"`
 	Log struct {
 		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
@@ -175,13 +181,21 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.MaxPlayers = 20
 	uc.Server.Version = session.CurrentVersion
 	uc.Server.Protocol = int(session.CurrentProtocol)
-	uc.Server.AcceptedProtocols = []int{int(session.CurrentProtocol)}
+	uc.Server.AcceptedProtocols = nil
+	for _, p := range session.KnownProtocols() {
+		uc.Server.AcceptedProtocols = append(uc.Server.AcceptedProtocols, int(p))
+	}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
 	uc.Server.Handler = string(HandlerGate)
 	uc.Server.Greeting = lobby.DefaultGreeting
 	uc.Server.GUIDFile = "server_guid"
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
+	uc.Server.OnlineMode = true
+	uc.Server.AuthDiscoveryURL = auth.DefaultDiscoveryURL
+	uc.Server.AuthIssuer = auth.DefaultIssuer
+	uc.Server.AllowlistFile = "allowlist.json"
+	uc.Server.BansFile = "bans.json"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
@@ -366,14 +380,14 @@ type Config struct {
 	// StatusInterval is how often StatusProvider is asked, besides after
 	// each join and leave; 0 or less means DefaultStatusInterval.
 	StatusInterval time.Duration
-	// Version is the advertised game version; empty means
-	// session.CurrentVersion.
+	// Version is the advertised game version; empty means the version of
+	// Protocol.
 	Version string
-	// Protocol is the advertised network protocol; 0 means
-	// session.CurrentProtocol.
+	// Protocol is the advertised network protocol; 0 means the newest
+	// of AcceptedProtocols.
 	Protocol int32
-	// AcceptedProtocols lists the network protocols clients may use; empty
-	// means Protocol alone.
+	// AcceptedProtocols lists the network protocols clients may use, each
+	// one this build knows (session.Protocols); empty means all of them.
 	AcceptedProtocols []int32
 	// DisconnectMessage is shown by the default handler, with
 	// session.PlayerPlaceholder replaced by the player's name; empty means
@@ -639,6 +653,13 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if !filepath.IsAbs(c.GUIDFile) {
 		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
 	}
+	c.AuthenticationDisabled = !uc.Server.OnlineMode
+	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
+	if c.Auth.Issuer == "" {
+		c.Auth.Issuer = "-" // none, in auth.Config's terms
+	}
+	c.Allowlist = uc.Server.Allowlist
+	c.AllowlistFile, c.BansFile = uc.resolve(uc.Server.AllowlistFile), uc.resolve(uc.Server.BansFile)
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
@@ -655,6 +676,15 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// resolve returns path relative to the config file's directory, unless it
+// is absolute.
+func (uc UserConfig) resolve(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(uc.dir, path)
 }
 
 // LoadOrCreateGUID returns the server GUID kept in the file at path, a

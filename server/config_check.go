@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,8 @@ func (uc UserConfig) Validate() error {
 	for i, p := range s.AcceptedProtocols {
 		if err := checkProtocol(p); err != nil {
 			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v", err)
+		} else if _, ok := session.LookupProtocol(int32(p)); !ok {
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%d is not a protocol this build speaks %v", p, session.KnownProtocols())
 		}
 	}
 	if len(s.AcceptedProtocols) > 0 && !slices.Contains(s.AcceptedProtocols, s.Protocol) {
@@ -109,6 +112,20 @@ func (uc UserConfig) Validate() error {
 		add("server.guid_file", "is empty")
 	}
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	if s.OnlineMode {
+		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("server.auth_discovery_url", "%q is not an http(s) URL", s.AuthDiscoveryURL)
+		}
+		if u, err := url.Parse(s.AuthIssuer); s.AuthIssuer != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			add("server.auth_issuer", "%q is not an http(s) URL (empty means none)", s.AuthIssuer)
+		}
+	}
+	if s.AllowlistFile == "" {
+		add("server.allowlist_file", "is empty")
+	}
+	if s.BansFile == "" {
+		add("server.bans_file", "is empty")
+	}
 	errs = append(errs, uc.checkMOTD()...)
 
 	// [log]

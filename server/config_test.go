@@ -16,6 +16,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/server/nethernet"
+	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/rs/zerolog"
 )
@@ -129,7 +130,7 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 }
 
 func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
-	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [800, 2193]\n\n[raknet]\ntimeout = \"30s\"\n")
+	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [2193]\nprotocol = 2193\n\n[raknet]\ntimeout = \"30s\"\n")
 	uc, err := LoadConfig(path)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
@@ -137,7 +138,8 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	want := DefaultUserConfig()
 	want.dir = filepath.Dir(path)
 	want.Server.MaxPlayers = 5
-	want.Server.AcceptedProtocols = []int{800, 2193}
+	want.Server.AcceptedProtocols = []int{2193}
+	want.Server.Protocol = 2193
 	want.RakNet.Timeout = "30s"
 	if !reflect.DeepEqual(uc, want) {
 		t.Errorf("got %+v, want %+v", uc, want)
@@ -209,6 +211,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"protocol not accepted", "[server]\nprotocol = 800\n", "server.protocol", "accepted_protocols"},
 		{"no accepted protocols", "[server]\naccepted_protocols = []\n", "server.accepted_protocols", "empty"},
 		{"protocol too big", "[server]\naccepted_protocols = [2193, 4294967296]\n", "server.accepted_protocols[1]", ""},
+		{"protocol unknown to the build", "[server]\naccepted_protocols = [2193, 2259]\n", "server.accepted_protocols[1]", "2259 is not a protocol this build speaks"},
 		{"unknown placeholder", "[server]\ndisconnect_message = \"Bye {name}\"\n", "server.disconnect_message", "{name}"},
 		{"empty GUID file", "[server]\nguid_file = \"\"\n", "server.guid_file", ""},
 		{"semicolon in name", "[server]\nname = \"a;b\"\n", "server.name", "';'"},
@@ -240,6 +243,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
 		{"zero login timeout", "[server]\nlogin_timeout = \"0s\"\n", "server.login_timeout", "more than 0"},
 		{"login timeout too long", "[server]\nlogin_timeout = \"2m\"\n", "server.login_timeout", "longer than 1m0s"},
+		{"discovery URL not a URL", "[server]\nauth_discovery_url = \"ftp://x\"\n", "server.auth_discovery_url", "ftp://x"},
+		{"issuer not a URL", "[server]\nauth_issuer = \"issuer\"\n", "server.auth_issuer", "issuer"},
+		{"empty allowlist file", "[server]\nallowlist_file = \"\"\n", "server.allowlist_file", "empty"},
+		{"empty bans file", "[server]\nbans_file = \"\"\n", "server.bans_file", "empty"},
 		{"negative connections per IP", "[raknet]\nmax_connections_per_ip = -1\n", "raknet.max_connections_per_ip", "0 means no limit"},
 		{"memory budget too small", "[raknet]\nmemory_budget = 4194303\n", "raknet.memory_budget", "4 MiB"},
 		{"memory budget too large", "[raknet]\nmemory_budget = 68719476737\n", "raknet.memory_budget", "64 GiB"},
@@ -347,9 +354,9 @@ func TestConfig(t *testing.T) {
 		Edition:             motd.EditionBedrock,
 		GameMode:            "Survival",
 		MaxPlayers:          20,
-		Version:             "1.26.50",
-		Protocol:            2193,
-		AcceptedProtocols:   []int32{2193},
+		Version:             "1.26.60",
+		Protocol:            2225,
+		AcceptedProtocols:   []int32{2193, 2225},
 		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
 		ShutdownMessage:     "Server closed.",
 		Handler:             HandlerGate,
@@ -364,6 +371,9 @@ func TestConfig(t *testing.T) {
 		RakNetProtocols:     []byte{11, 10},
 		MaxConnectionsPerIP: 16,
 		MemoryBudget:        128 << 20,
+		Auth:                auth.Config{DiscoveryURL: auth.DefaultDiscoveryURL, Issuer: auth.DefaultIssuer},
+		AllowlistFile:       filepath.Join(dir, "allowlist.json"),
+		BansFile:            filepath.Join(dir, "bans.json"),
 		NetherNet:           true,
 		// The key is new; its file is checked below.
 		NetherNetIdentityKey:  c.NetherNetIdentityKey,

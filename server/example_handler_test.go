@@ -7,18 +7,16 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/server"
-	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
 // The README's handler does what it says for a real client: each player
-// spawns in the lobby, and their own count of what they said comes back
-// to them alone, from the state in their handler.
+// spawns in a world of their own, and their own count of what they said
+// comes back to them alone, from the state in their handler.
 func TestExampleHandler(t *testing.T) {
-	lby := lobby.New(lobby.Config{Greeting: "Welcome, {player}! Say something."})
-	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", NewHandler: newCounter(lby), Encryption: true}.New()
+	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", NewHandler: newCounter, Encryption: true}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +77,4 @@ func TestExampleHandler(t *testing.T) {
 			t.Errorf("Alex saw Steve's count %q", m)
 		}
 	}
-	// The lobby still relays the chat under the custom handler.
-	text(steve, "hi")
 }

@@ -5,51 +5,69 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
-	"github.com/basaltmc/basalt/session/lobby"
+	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
+	"github.com/go-gl/mathgl/mgl32"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// counter is one player's handler: the built-in lobby's handler for that
-// player (it spawns them and runs the chat), plus what this player said,
-// kept in the handler itself: no map, no lock. The session has run the
-// login (network settings, protocol check, Login, encryption) and the
-// server has given the player a slot before newCounter is called.
+// counter is one player's handler: it spawns the player in an empty world
+// with session/join, then answers each chat message with how many this
+// player has sent, kept in the handler itself: no map, no lock. The
+// session has run the login (network settings, protocol check, Login,
+// encryption) and the server has given the player a slot before
+// newCounter is called; packets.Adapt decodes each packet once, for the
+// player's protocol.
 type counter struct {
-	session.Handler // the lobby's handler for this player
-	codec           packets.Codec
-	name            string
-	said            int
+	packets.NopHandler
+	codec packets.Codec
+	join  *join.Join
+	name  string
+	said  int
 }
 
-func newCounter(lby *lobby.Lobby) func(*session.Session) (session.Handler, error) {
-	return func(s *session.Session) (session.Handler, error) {
-		id, _ := s.Identity()
-		if id.DisplayName == "Herobrine" {
-			return nil, session.Kick("Not you again.") // ends this session only
-		}
-		h, err := lby.NewHandler(s)
+// entities hands out entity IDs, one per player.
+var entities atomic.Int64
+
+func newCounter(s *session.Session) (session.Handler, error) {
+	id, _ := s.Identity()
+	if id.DisplayName == "Herobrine" {
+		return nil, session.Kick("Not you again.") // ends this session only
+	}
+	c := &counter{name: id.DisplayName}
+	j, err := join.Start(s, c.codec, join.GameData{
+		EntityID:       entities.Add(1),
+		WorldName:      "Counter",
+		PlayerGameMode: packet.GameTypeSpectator, // flies: there is no ground
+		PlayerPosition: mgl32.Vec3{0, 70, 0},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.join = j
+	return packets.Adapt(c, c.codec), nil
+}
+
+func (c *counter) HandlePacket(s *session.Session, pk packet.Packet) error {
+	if spawned, err := c.join.HandlePacket(pk); spawned || err != nil {
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return &counter{Handler: h, name: id.DisplayName}, nil
+		return c.say(s, "Welcome, "+c.name+"! Say something.")
 	}
+	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat && c.join.Spawned() {
+		c.said++
+		return c.say(s, fmt.Sprintf("%s, that was message %d.", c.name, c.said))
+	}
+	return nil
 }
 
-func (c *counter) HandlePacket(s *session.Session, p session.Packet) error {
-	if p.ID == packet.IDText {
-		if pk, err := c.codec.Decode(p); err == nil && pk.(*packet.Text).TextType == packet.TextTypeChat {
-			c.said++
-			msg := fmt.Sprintf("%s, that was message %d.", c.name, c.said)
-			if err := c.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: msg}); err != nil {
-				return err
-			}
-		}
-	}
-	return c.Handler.HandlePacket(s, p) // the lobby relays the chat
+func (c *counter) say(s *session.Session, msg string) error {
+	return c.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: msg})
 }
 
 // This example runs a server from config.toml with a custom handler until
@@ -65,8 +83,7 @@ func Example_customHandler() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	lby := lobby.New(lobby.Config{Greeting: "Welcome, {player}! Say something."})
-	conf.NewHandler = newCounter(lby)
+	conf.NewHandler = newCounter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := conf.New().Run(ctx); err != nil {

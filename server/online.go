@@ -100,3 +100,11 @@ func (srv *Server) stopVerifier() {
 		_ = srv.verifier.Close()
 	}
 }
+
+// OnlineModeReady reports whether the server can admit players: in online
+// mode, whether the keys of the authentication service have been fetched
+// (until then every player is refused with auth.UnavailableMessage); in
+// offline mode, always.
+func (srv *Server) OnlineModeReady() bool {
+	return srv.verifier == nil || srv.verifier.Ready()
+}

@@ -20,7 +20,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const start, end = "// counter is one player's handler", "// the lobby relays the chat\n}\n"
+	const start, end = "// counter is one player's handler", "Message: msg})\n}\n"
 	section := func(s string) string {
 		i := strings.Index(s, start)
 		if i < 0 {
@@ -39,7 +39,7 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if got != want {
 		t.Errorf("README.md counter:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
-	for _, line := range []string{"conf.NewHandler = newCounter(lby)", "conf.New().Run(ctx)"} {
+	for _, line := range []string{"conf.NewHandler = newCounter\n", "conf.New().Run(ctx)"} {
 		if !strings.Contains(string(readme), line) {
 			t.Errorf("README.md lacks %q", line)
 		}

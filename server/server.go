@@ -132,17 +132,23 @@ func (c Config) New() *Server {
 	if c.MaxPlayers <= 0 {
 		c.MaxPlayers = d.Server.MaxPlayers
 	}
+	if len(c.AcceptedProtocols) == 0 {
+		c.AcceptedProtocols = session.KnownProtocols()
+	}
+	// The MOTD advertises the newest protocol accepted, and its version.
+	if c.Protocol == 0 {
+		c.Protocol = slices.Max(c.AcceptedProtocols)
+	}
+	if v, ok := session.LookupProtocol(c.Protocol); ok {
+		c.Version = cmp(c.Version, v.Name)
+	}
 	c.Version = cmp(c.Version, session.CurrentVersion)
-	c.Protocol = cmp(c.Protocol, session.CurrentProtocol)
 	c.Handler = cmp(c.Handler, HandlerGate)
 	if c.NewHandler == nil && c.Handler == HandlerLobby {
 		c.NewHandler, c.OnShutdown = c.newLobby()
 	}
 	if c.StatusInterval <= 0 {
 		c.StatusInterval = DefaultStatusInterval
-	}
-	if len(c.AcceptedProtocols) == 0 {
-		c.AcceptedProtocols = []int32{c.Protocol}
 	}
 	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
 	if c.ShutdownTimeout <= 0 {

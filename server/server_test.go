@@ -42,7 +42,7 @@ func TestNewDefaults(t *testing.T) {
 		{"MaxPlayers", c.MaxPlayers, 20},
 		{"Version", c.Version, session.CurrentVersion},
 		{"Protocol", c.Protocol, session.CurrentProtocol},
-		{"AcceptedProtocols", c.AcceptedProtocols, []int32{session.CurrentProtocol}},
+		{"AcceptedProtocols", c.AcceptedProtocols, session.KnownProtocols()},
 		{"ShutdownMessage", c.ShutdownMessage, DefaultShutdownMessage},
 		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"MaxConnections", c.MaxConnections, 24},
@@ -246,8 +246,23 @@ func TestStatusOneFamily(t *testing.T) {
 	}
 }
 
+// loginCounter is holdHandler counting the Login packets it is given.
+type loginCounter struct {
+	holdHandler
+	logins *atomic.Int64
+}
+
+func (h loginCounter) HandlePacket(s *session.Session, p session.Packet) error {
+	if p.ID == session.IDLogin {
+		h.logins.Add(1)
+	}
+	return h.holdHandler.HandlePacket(s, p)
+}
+
 func TestPlayerCount(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 5})
+	var logins atomic.Int64
+	newHandler := func(*session.Session) (session.Handler, error) { return loginCounter{logins: &logins}, nil }
+	srv := startServer(t, Config{NewHandler: newHandler, MaxPlayers: 5})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
@@ -273,11 +288,16 @@ func TestPlayerCount(t *testing.T) {
 	if got := ping(t, addr).Players; got != 2 {
 		t.Errorf("after 2 logins: got %d players, want 2", got)
 	}
-	// A second Login, which goes to the handler, does not take a second
-	// slot. The sync proves the session handled it before the count is
-	// read.
-	a.send(session.IDLogin, []byte("again"))
+	// A second Login, valid as the first was, goes to the handler and
+	// does not take a second slot: were it taken for a login again, the
+	// session would answer it with a second PlayStatus, which sync would
+	// meet before its echo. The sync proves the session handled it before
+	// the count is read.
+	a.sendLogin("Alex")
 	a.sync()
+	if got := logins.Load(); got != 1 {
+		t.Errorf("Login packets the handler was given: got %d, want 1", got)
+	}
 	if got := srv.PlayerCount(); got != 2 {
 		t.Errorf("after a second login: got %d players, want 2", got)
 	}

@@ -41,7 +41,7 @@ func testCodec[T any, P interface {
 
 func TestRequestNetworkSettingsCodec(t *testing.T) {
 	testCodec(t, requestNetworkSettings{ClientProtocol: 2169}, "00 00 08 79")
-	testCodec(t, requestNetworkSettings{ClientProtocol: CurrentProtocol}, "00 00 08 91")
+	testCodec(t, requestNetworkSettings{ClientProtocol: 2193}, "00 00 08 91")
 	testCodec(t, requestNetworkSettings{ClientProtocol: -1}, "ff ff ff ff")
 }
 
@@ -71,7 +71,7 @@ func TestDisconnectCodec(t *testing.T) {
 }
 
 func TestLoginCodec(t *testing.T) {
-	testCodec(t, login{ClientProtocol: CurrentProtocol, ConnectionRequest: []byte{1, 2, 3}},
+	testCodec(t, login{ClientProtocol: 2193, ConnectionRequest: []byte{1, 2, 3}},
 		"00 00 08 91 03 01 02 03")
 }
 

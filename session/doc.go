@@ -52,7 +52,7 @@
 //
 //	func newGreeter(s *session.Session) (session.Handler, error) {
 //		id, _ := s.Identity()
-//		if id.XUID == "" {
+//		if !id.Verified { // unverified, an XUID is only a claim
 //			return nil, session.Kick("Sign in to Xbox Live to play here.")
 //		}
 //		return &greeter{name: id.DisplayName}, nil
@@ -62,8 +62,10 @@
 //		return s.Disconnect("Welcome, " + g.name + "!")
 //	}
 //
-//	func serve(ctx context.Context, conn session.Conn, log *zerolog.Logger) error {
-//		s := session.New(conn, session.Config{NewHandler: newGreeter, Encryption: true, Log: log})
+//	// v is a started *auth.Verifier of package session/auth.
+//	func serve(ctx context.Context, conn session.Conn, v *auth.Verifier, log *zerolog.Logger) error {
+//		s := session.New(conn, session.Config{NewHandler: newGreeter, VerifyLogin: v.VerifyLogin,
+//			Encryption: true, Log: log})
 //		return s.Run(ctx) // returns when the session ends
 //	}
 package session

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // handleRequestNetworkSettings answers the client's first packet. An accepted
@@ -47,8 +48,16 @@ func (s *Session) checkProtocol(protocol int32) error {
 		return nil
 	}
 	err := fmt.Errorf("refused client protocol %d: %v", protocol, status)
-	if e := s.Log().Debug(); e.Enabled() {
-		e.Int32("protocol", protocol).Stringer("status", status).Msg("refused protocol")
+	if e := s.Log().Info(); e.Enabled() {
+		if ok, suppressed := protocolRefusals.allow(time.Now()); ok {
+			if suppressed > 0 {
+				e.Uint64("suppressed", suppressed)
+			}
+			e.Int32("protocol", protocol).Stringer("status", status).Ints32("accepted", s.accepted).
+				Msg("refused client protocol")
+		} else {
+			e.Discard()
+		}
 	}
 	ps := playStatus{Status: status}
 	s.requestClose(err, &Packet{ID: IDPlayStatus, Payload: ps.Append(nil)})

@@ -14,7 +14,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,27 +119,6 @@ func (c *fakeConn) noMoreWrites(t *testing.T) {
 	case b := <-c.out:
 		t.Errorf("unexpected batch % x", b)
 	default:
-	}
-}
-
-// checkGoroutines returns a function that fails t if goroutines started
-// since it was called are still running. Tests using it must not run in
-// parallel.
-func checkGoroutines(t *testing.T) func() {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	return func() {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("got %d goroutines, want %d:\n%s", runtime.NumGoroutine(), before, buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
 	}
 }
 
@@ -356,7 +334,7 @@ func newHolder(*Session) (Handler, error) { return holder{}, nil }
 // NetworkSettings answer, after which both sides compress.
 func (c *fakeConn) negotiate(t *testing.T) {
 	t.Helper()
-	c.send(unhex(t, "fe 06 c1 01 00 00 08 91"))
+	c.send(binary.BigEndian.AppendUint32(unhex(t, "fe 06 c1 01"), uint32(CurrentProtocol)))
 	if pks := clientDecode(t, c.next(t), false); len(pks) != 1 || pks[0].ID != IDNetworkSettings {
 		t.Fatalf("got %+v, want NetworkSettings", pks)
 	}

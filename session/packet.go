@@ -2,15 +2,6 @@ package session
 
 import "fmt"
 
-// CurrentProtocol is the Bedrock network protocol this package speaks and a
-// session accepts unless Config.AcceptedProtocols says otherwise: 2193,
-// Minecraft 1.26.50.
-const CurrentProtocol int32 = 2193
-
-// CurrentVersion is the Minecraft version string that goes with
-// CurrentProtocol, as a server advertises it in its MOTD.
-const CurrentVersion = "1.26.50"
-
 // IDs of the game packets this package reads or writes. A packet ID is 10 bits
 // wide: the rest of the varuint32 packet header carries sub-client ids.
 const (

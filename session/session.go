@@ -94,7 +94,7 @@ var ErrLoginTimeout = errors.New("login timed out")
 var ErrWriteTimeout = errors.New("write timed out")
 
 // Config configures a Session. Its zero value is ready to use: the gate
-// (Gate(DefaultGateMessage)), CurrentProtocol alone, batches of 512 bytes
+// (Gate(DefaultGateMessage)), every protocol in Protocols, batches of 512 bytes
 // or more compressed, no encryption, no logging, batches of 4 MiB before
 // login and 16 MiB after, a 10 s login deadline, a 50 ms flush interval and
 // a 5 s write timeout.
@@ -109,7 +109,7 @@ type Config struct {
 	// Gate(DefaultGateMessage).
 	NewHandler func(s *Session) (Handler, error)
 	// AcceptedProtocols lists the client protocols let in. Empty means
-	// CurrentProtocol alone. A client older than the newest listed is sent
+	// every protocol in Protocols. A client older than the newest listed is sent
 	// PlayStatus LoginFailedClient, any other PlayStatus LoginFailedServer,
 	// as vanilla servers do; the check runs at RequestNetworkSettings and
 	// again at Login.
@@ -329,7 +329,7 @@ func New(conn Conn, cfg Config) *Session {
 		s.newHandler = Gate(DefaultGateMessage)
 	}
 	if len(s.accepted) == 0 {
-		s.accepted = []int32{CurrentProtocol}
+		s.accepted = KnownProtocols()
 	}
 	if s.threshold == 0 {
 		s.threshold = DefaultCompressionThreshold

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
+	"github.com/rs/zerolog"
 )
 
 // recordingHandler wraps a Handler and counts its calls.
@@ -72,10 +75,10 @@ func wait(t *testing.T, done <-chan error) error {
 }
 
 func TestGateFlow(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	s, c, done := start(t, context.Background(), Config{NewHandler: Gate("Bye {player}, come back {player}!")})
 
-	c.send(unhex(t, "fe 06 c1 01 00 00 08 91")) // RequestNetworkSettings(2193)
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 b1")) // RequestNetworkSettings(2225)
 	if got, want := c.next(t), unhex(t, "fe 0c 8f 01 00 02 00 00 00 00 00 00 00 00"); !bytes.Equal(got, want) {
 		t.Fatalf("NetworkSettings: got % x, want % x", got, want)
 	}
@@ -116,7 +119,7 @@ func TestGateFlow(t *testing.T) {
 // TestGateFlowMessage checks the gate's message reaches the client after
 // LoginSuccess, whether given or the default.
 func TestGateFlowMessage(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -142,7 +145,7 @@ func TestGateFlowMessage(t *testing.T) {
 // unencrypted, the client's answer and everything after are encrypted both
 // ways, and the gate's Disconnect arrives decrypted.
 func TestEncryptedLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	s, c, done := start(t, context.Background(), Config{NewHandler: Gate("Hi {player}"), Encryption: true})
 	p := newPlayer(t, c)
 	p.login(true)
@@ -165,7 +168,7 @@ func TestEncryptedLogin(t *testing.T) {
 // TestEncryptedSession checks a logged-in encrypted session carries game
 // packets both ways, several batches each, with the server's key.
 func TestEncryptedSession(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	key, err := newTestServerKey()
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +193,7 @@ func TestEncryptedSession(t *testing.T) {
 // TestBadChecksumEndsOnlyItsSession corrupts one byte of an encrypted
 // batch: that session ends (ErrChecksum), quietly, and another goes on.
 func TestBadChecksumEndsOnlyItsSession(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	for _, at := range []string{"payload", "checksum", "shorter than a checksum"} {
 		t.Run(at, func(t *testing.T) {
 			h := &recordingHandler{Handler: echo}
@@ -239,7 +242,7 @@ func TestBadChecksumEndsOnlyItsSession(t *testing.T) {
 // TestEncryptionRefusals checks logins the handshake cannot serve are
 // refused with "Invalid login." before any key is agreed.
 func TestEncryptionRefusals(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	chain := func(key string) []byte {
 		return loginPayload(CurrentProtocol, newFormChain(t, []string{fakeJWT(t, map[string]any{
 			"identityPublicKey": key, "extraData": map[string]any{"displayName": "Steve"}})}, ""), "")
@@ -266,7 +269,7 @@ func TestEncryptionRefusals(t *testing.T) {
 }
 
 func TestProtocolMismatch(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	tests := []struct {
 		name     string
 		accepted []int32
@@ -274,7 +277,10 @@ func TestProtocolMismatch(t *testing.T) {
 		want     string
 	}{
 		{"older client", nil, "00 00 08 79", "fe 05 02 00 00 00 01"},
-		{"newer client", nil, "00 00 08 92", "fe 05 02 00 00 00 02"},
+		// Each side of the known range, 2193 to 2225.
+		{"just older than known", nil, "00 00 08 90", "fe 05 02 00 00 00 01"},
+		{"just newer than known", nil, "00 00 08 b2", "fe 05 02 00 00 00 02"},
+		{"newer than accepted", []int32{2193}, "00 00 08 b1", "fe 05 02 00 00 00 02"},
 		{"between accepted", []int32{2169, 2193}, "00 00 08 80", "fe 05 02 00 00 00 01"},
 		{"older than all accepted", []int32{2169, 2193}, "00 00 03 e8", "fe 05 02 00 00 00 01"},
 	}
@@ -297,7 +303,7 @@ func TestProtocolMismatch(t *testing.T) {
 // accepted gets the PlayStatus, one accepted but not the one negotiated is
 // an invalid login.
 func TestProtocolCheckedAtLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	login := func(protocol int32) []byte {
 		return loginPayload(protocol, newFormChain(t, []string{fakeJWT(t, map[string]any{
 			"extraData": map[string]any{"displayName": "Steve"}})}, ""), "")
@@ -321,7 +327,7 @@ func TestProtocolCheckedAtLogin(t *testing.T) {
 }
 
 func TestAcceptsListedProtocol(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	s, c, done := start(t, context.Background(), Config{
 		AcceptedProtocols: []int32{2169, CurrentProtocol}, CompressionThreshold: 1})
 	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
@@ -338,8 +344,8 @@ func TestAcceptsListedProtocol(t *testing.T) {
 }
 
 func TestPreLoginProtocolErrors(t *testing.T) {
-	defer checkGoroutines(t)()
-	rns := unhex(t, "fe 06 c1 01 00 00 08 91")
+	leaktest.Check(t)
+	rns := unhex(t, "fe 06 c1 01 00 00 08 b1")
 	login := clientBatch(t, plain, Packet{ID: IDLogin, Payload: steveLogin(t)})
 	tests := []struct {
 		name       string
@@ -378,7 +384,7 @@ func TestPreLoginProtocolErrors(t *testing.T) {
 }
 
 func TestInvalidLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	_, c, done := start(t, context.Background(), Config{})
 	c.negotiate(t)
 	c.send(clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")}))
@@ -393,7 +399,7 @@ func TestInvalidLogin(t *testing.T) {
 // or not, reaches the client with its reason and message after what was
 // written, and that Run's error wraps it.
 func TestKick(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	notAllowed := &DisconnectError{Reason: DisconnectReasonNotAllowed, Message: "Not on the list."}
 	tests := []struct {
 		name       string
@@ -439,7 +445,7 @@ func TestKick(t *testing.T) {
 // TestPanicEndsOnlyItsSession checks a panic in NewHandler, HandlePacket or
 // PreLogin ends that session with ErrHandlerPanic while another goes on.
 func TestPanicEndsOnlyItsSession(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	boom := &recordingHandler{Handler: funcHandler{packet: func(*Session, Packet) error { panic("boom") }}}
 	tests := []struct {
 		name   string
@@ -488,7 +494,7 @@ func TestPanicEndsOnlyItsSession(t *testing.T) {
 // TestPreLogin checks PreLogin sees every packet before the login, raw and
 // in order, and none after; its error ends the session.
 func TestPreLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	var mu sync.Mutex
 	var seen []uint32
 	record := func(s *Session, p Packet) error {
@@ -542,7 +548,7 @@ func TestPreLogin(t *testing.T) {
 }
 
 func TestSessionEndings(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	errPacket := errors.New("bad packet")
 	cause := errors.New("shutting down")
 	tests := []struct {
@@ -611,7 +617,7 @@ func (closePanicHandler) HandleClose(*Session, error) { panic("close") }
 // TestSessionEndsBeforeLogin checks a session that ends before its player
 // logged in calls no NewHandler and no HandleClose.
 func TestSessionEndsBeforeLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	called := false
 	s, c, done := start(t, context.Background(), Config{NewHandler: func(*Session) (Handler, error) {
 		called = true
@@ -625,7 +631,7 @@ func TestSessionEndsBeforeLogin(t *testing.T) {
 }
 
 func TestSessionClosedErrors(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	c := newFakeConn()
 	s := New(c, Config{})
 	if err := s.WritePacket(IDPlayStatus, []byte{0, 0, 0, 0}); err != nil {
@@ -666,7 +672,7 @@ func TestSessionWritePacketInvalid(t *testing.T) {
 }
 
 func TestSessionRunTwicePanics(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	s := New(newFakeConn(), Config{})
 	s.Close()
 	s.Run(context.Background())
@@ -692,18 +698,22 @@ func TestNewPanicsOnWrongCurve(t *testing.T) {
 }
 
 // TestSessionConcurrentClose races Close, Disconnect, writes, flushes and
-// context cancellation; run it with -race.
+// context cancellation (run it with -race), then checks the ending: Run
+// returns with no error of its own, everything after refuses, and what
+// reached the client is every writer's packets in order with none skipped
+// or repeated, then at most one Disconnect, last.
 func TestSessionConcurrentClose(t *testing.T) {
-	defer checkGoroutines(t)()
-	for range 20 {
+	leaktest.Check(t)
+	const writers, perWriter = 4, 50
+	for round := range 20 {
 		ctx, cancel := context.WithCancel(context.Background())
 		s, c, done := start(t, ctx, Config{NewHandler: handlerOf(echo), FlushInterval: time.Millisecond})
 		c.login(t)
 		var wg sync.WaitGroup
-		for i := range 4 {
+		for i := range writers {
 			wg.Go(func() {
-				for j := range 50 {
-					if s.WritePacket(uint32(i+1), []byte{byte(j)}) != nil {
+				for j := range perWriter {
+					if s.WritePacket(uint32(0x100+i), []byte{byte(j)}) != nil {
 						return
 					}
 					if j%10 == 0 {
@@ -718,9 +728,61 @@ func TestSessionConcurrentClose(t *testing.T) {
 		wg.Go(func() { _ = s.Stats(); _, _ = s.NetStats(); _ = s.Protocol() })
 		wg.Go(cancel)
 		wg.Wait()
-		wait(t, done)
+		err := wait(t, done)
 		c.waitClosed(t)
 		cancel()
+
+		// Every ending here is this side's own.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("round %d: Run: got %v, want nil or context.Canceled", round, err)
+		}
+		if err := s.WritePacket(0x100, []byte{0}); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("round %d: WritePacket after the end: got %v, want net.ErrClosed", round, err)
+		}
+		if err := s.Flush(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("round %d: Flush after the end: got %v, want net.ErrClosed", round, err)
+		}
+		if err := s.Disconnect("again"); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("round %d: Disconnect after the end: got %v, want net.ErrClosed", round, err)
+		}
+		c.mu.Lock()
+		closes := c.closeCalls
+		c.mu.Unlock()
+		if closes != 1 {
+			t.Errorf("round %d: Conn closed %d times, want 1", round, closes)
+		}
+
+		// What the client got.
+		var pks []Packet
+		for _, b := range c.unread {
+			pks = append(pks, clientDecode(t, b, true)...)
+		}
+	drain:
+		for {
+			select {
+			case b := <-c.out:
+				pks = append(pks, clientDecode(t, b, true)...)
+			default:
+				break drain
+			}
+		}
+		next := make(map[uint32]int) // each writer's next packet
+		for k, p := range pks {
+			switch {
+			case p.ID == IDDisconnect:
+				if k != len(pks)-1 || !bytes.Contains(p.Payload, []byte("bye")) {
+					t.Errorf("round %d: Disconnect %q as packet %d of %d, want one saying bye, last", round, p.Payload, k+1, len(pks))
+				}
+			case p.ID >= 0x100 && p.ID < 0x100+writers:
+				if want := next[p.ID]; len(p.Payload) != 1 || int(p.Payload[0]) != want {
+					t.Errorf("round %d: writer %d: got packet % x, want %d", round, p.ID-0x100, p.Payload, want)
+				}
+				next[p.ID]++
+			case p.ID == 9:
+			default:
+				t.Errorf("round %d: got packet %#x, want none", round, p.ID)
+			}
+		}
 	}
 }
 
@@ -914,7 +976,7 @@ func benchmarkDispatch(b *testing.B, key *[32]byte) {
 // byte past the cap, as is a Login just over it, while a Login as large as
 // the largest on record gets in.
 func TestSessionPreLoginCap(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	tests := []struct {
 		name  string
 		batch []byte
@@ -957,7 +1019,7 @@ func TestSessionPreLoginCap(t *testing.T) {
 // fixed times: 64 KiB/s with a burst of the pre-login cap before, 32 MiB/s
 // with a burst of the batch cap after.
 func TestSessionDecompressionBudget(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	const preLogin, maxSize = 256 << 10, 1 << 20
 	type step struct {
 		at   time.Duration // since t0
@@ -1083,7 +1145,7 @@ func TestSessionLoginDeadline(t *testing.T) {
 // TestSessionPromote checks the Conn is promoted once, when a player logs
 // in, and never for a Login refused or before one.
 func TestSessionPromote(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	invalid := clientBatch(t, deflated, Packet{ID: IDLogin, Payload: loginPayload(CurrentProtocol, "{}", "")})
 	for _, tc := range []struct {
 		name  string
@@ -1117,5 +1179,65 @@ func TestSessionPromote(t *testing.T) {
 				t.Errorf("got %d promotions, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProtocolRefusalLog checks that a refused protocol is logged at info
+// with the client's protocol and address, and that the lines are limited.
+func TestProtocolRefusalLog(t *testing.T) {
+	// Other tests' refusals count against the same process-wide limit.
+	protocolRefusals.mu.Lock()
+	protocolRefusals.start, protocolRefusals.n = time.Now(), 0
+	protocolRefusals.mu.Unlock()
+	var out bytes.Buffer
+	log := zerolog.New(&out).Level(zerolog.InfoLevel)
+	_, c, done := start(t, context.Background(), Config{Log: &log})
+	c.send(unhex(t, "fe 06 c1 01 00 00 08 79"))
+	c.next(t)
+	c.waitClosed(t)
+	_ = wait(t, done)
+	for _, want := range []string{`"raddr":`, `"protocol":2169`, `"status":"LoginFailed_ClientOld"`, `"message":"refused client protocol"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLogLimiter(t *testing.T) {
+	l := logLimiter{burst: 2, interval: time.Second}
+	t0 := time.Unix(1000, 0)
+	for i := range 2 {
+		if ok, n := l.allow(t0); !ok || n != 0 {
+			t.Fatalf("line %d: got %v, %d suppressed; want through, 0", i, ok, n)
+		}
+	}
+	for range 3 {
+		if ok, _ := l.allow(t0.Add(999 * time.Millisecond)); ok {
+			t.Fatal("line past the burst let through")
+		}
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 3 {
+		t.Errorf("next interval: got %v, %d suppressed; want through, 3", ok, n)
+	}
+	if ok, n := l.allow(t0.Add(time.Second)); !ok || n != 0 {
+		t.Errorf("second line: got %v, %d suppressed; want through, 0", ok, n)
+	}
+}
+
+// TestKnownProtocolsAccepted checks that a session with the default
+// configuration lets in every protocol this build knows, and records it.
+func TestKnownProtocolsAccepted(t *testing.T) {
+	leaktest.Check(t)
+	for _, v := range Protocols() {
+		s, c, done := start(t, context.Background(), Config{})
+		c.send(append(unhex(t, "fe 06 c1 01"), byte(v.Protocol>>24), byte(v.Protocol>>16), byte(v.Protocol>>8), byte(v.Protocol)))
+		if got := c.next(t); len(got) < 3 || got[2] != byte(IDNetworkSettings) {
+			t.Errorf("protocol %d: got % x, want NetworkSettings", v.Protocol, got)
+		}
+		if s.Protocol() != v.Protocol || s.Version() != v {
+			t.Errorf("protocol %d: session records %d, %+v", v.Protocol, s.Protocol(), s.Version())
+		}
+		_ = s.Close()
+		_ = wait(t, done)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
 // framedConn is a fakeConn behind a transport that frames and encrypts
@@ -56,7 +58,7 @@ func runFramed(t *testing.T, key *ecdsa.PublicKey) (*framedConn, <-chan error, *
 }
 
 func TestFramedSecureTransportLogsInWithoutHeaderOrEncryption(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	c, done, s := runFramed(t, &testClientKey().PublicKey)
 	if got := s.Transport(); got.Name != "nethernet" || !got.Framed || !got.Secure {
 		t.Errorf("Transport() = %+v", got)
@@ -73,7 +75,7 @@ func TestFramedSecureTransportLogsInWithoutHeaderOrEncryption(t *testing.T) {
 }
 
 func TestLoginNotBoundToTransportKeyIsRefused(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	other, err := ecdsa.GenerateKey(elliptic.P384(), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestLoginNotBoundToTransportKeyIsRefused(t *testing.T) {
 }
 
 func TestLoginWithoutKeyOverProvenTransportIsRefused(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	c, done, _ := runFramed(t, &testClientKey().PublicKey)
 	c.negotiate(t)
 	// Steve's chain, with no identityPublicKey anywhere.
@@ -117,7 +119,7 @@ func TestLoginWithoutKeyOverProvenTransportIsRefused(t *testing.T) {
 }
 
 func TestTransportWithoutProvenKeyLogsIn(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	c, done, s := runFramed(t, nil)
 	c.login(t)
 	c.sync(t)

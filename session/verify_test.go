@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
 func TestVerifyLogin(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	verified := Identity{DisplayName: "Proven", XUID: "2535400000000009", Verified: true}
 	tests := []struct {
 		name   string

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
 )
 
 // stuckConn is a fakeConn whose Write, once stuck is set, blocks until the
@@ -170,7 +172,7 @@ func TestWriteTimeoutIdle(t *testing.T) {
 // TestContextCancelledAtEnd checks Context is cancelled when the session
 // ends, with Run's context's cause when that ended it.
 func TestContextCancelledAtEnd(t *testing.T) {
-	defer checkGoroutines(t)()
+	leaktest.Check(t)
 	cause := errors.New("server stopping")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s, c, done := start(t, ctx, Config{NewHandler: newHolder})

@@ -8,9 +8,18 @@
 //   {"event":"error","error":"...",...}           the client gave up
 //   {"event":"exit","log":[...]}                  it stopped without a word
 //
+// With --lobby it stays after spawning and prints, as they happen,
+//
+//   {"event":"spawn"}                              PlayStatus PlayerSpawn
+//   {"event":"text","message":"..."}               each Text the server sends
+//
+// and sends each line it reads on stdin as a chat message (a line starting
+// with '/' is a command, as the game sends it), until the server
+// disconnects it: the last line is then the kick as above.
+//
 // Usage:
 //   node client.js --backend=B --host=H --port=P --username=U --protocol=N
-//                  [--raknet=V] [--timeout=MS]
+//                  [--raknet=V] [--timeout=MS] [--lobby]
 //
 // backend is bedrock-protocol's raknetBackend: jsp-raknet, raknet-native
 // (the C++ RakNet) or raknet-node (rust-raknet). protocol is the Bedrock
@@ -35,7 +44,8 @@ const { values: opt } = parseArgs({
     username: { type: 'string', default: 'Steve' },
     protocol: { type: 'string' },
     raknet: { type: 'string' },
-    timeout: { type: 'string', default: '8000' }
+    timeout: { type: 'string', default: '8000' },
+    lobby: { type: 'boolean', default: false }
   }
 })
 
@@ -112,7 +122,30 @@ client.onDisconnectRequest = (p) => {
 }
 const onPlayStatus = client.onPlayStatus.bind(client)
 client.onPlayStatus = (p) => {
-  if (p.status !== 'login_success') finish({ event: 'play_status', status: p.status })
+  // login_success and player_spawn are the two a join goes through.
+  if (p.status !== 'login_success' && p.status !== 'player_spawn') finish({ event: 'play_status', status: p.status })
   onPlayStatus(p)
 }
 client.on('error', (e) => finish({ event: 'error', error: String(e && e.message ? e.message : e) }))
+
+// emit prints one event line at once.
+function emit (event) {
+  if (!done) process.stdout.write(JSON.stringify(event) + '\n')
+}
+
+if (opt.lobby) {
+  client.on('spawn', () => emit({ event: 'spawn' }))
+  client.on('text', (p) => emit({ event: 'text', message: p.message }))
+  require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+    client.queue('text', {
+      needs_translation: false,
+      category: 'authored',
+      type: 'chat',
+      source_name: opt.username,
+      message: line,
+      xuid: '',
+      platform_chat_id: '',
+      has_filtered_message: false
+    })
+  })
+}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/integration/proxy"
 )
 
@@ -483,8 +483,8 @@ func TestIPv6(t *testing.T) {
 }
 
 func TestCloseLeavesNoGoroutines(t *testing.T) {
+	leaktest.Check(t)
 	s := newEchoServer(t, "127.0.0.1:0")
-	before := runtime.NumGoroutine()
 
 	opts := proxy.Opts{
 		RemoteAddr: s.conn.LocalAddr().String(),
@@ -509,9 +509,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if got := p.Stats(proxy.Outgoing).Delayed; got != clients {
 		t.Fatalf("Outgoing Delayed: got %d, want %d", got, clients)
 	}
-	if got := runtime.NumGoroutine(); got <= before {
-		t.Errorf("goroutines while running: got %d, want more than %d",
-			got, before)
+	if got := len(leaktest.Goroutines(proxyCode)); got == 0 {
+		t.Error("goroutines of the proxy while running: got none, want some")
 	}
 
 	// Concurrent and repeated Close calls all return the same result.
@@ -531,11 +530,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("Outgoing Forwarded after Close: got %d, want 0", got)
 	}
 
-	// Close waits for its goroutines, but allow the runtime a moment.
-	if !eventually(func() bool { return runtime.NumGoroutine() <= before }) {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		t.Errorf("goroutines after Close: got %d, want at most %d\n%s",
-			runtime.NumGoroutine(), before, buf)
+	// Close waits for its goroutines.
+	if got := leaktest.Goroutines(proxyCode); len(got) != 0 {
+		t.Errorf("goroutines of the proxy after Close: got %d, want none:\n%s", len(got), strings.Join(got, "\n\n"))
 	}
 }
+
+// proxyCode is the prefix of the proxy's functions (not its tests').
+const proxyCode = leaktest.Module + "integration/proxy."

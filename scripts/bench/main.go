@@ -6,6 +6,7 @@
 //	go run ./scripts/bench run [-quick] [-runs N] [-markdown] [-cpuprofile DIR]
 //	    [-idle N] [-duration D] [-tick-clients 100,1000] [-phases a,b]
 //	    [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
+//	go run ./scripts/bench floor [-clients N] [-duration D] [-acks=true|false] [-extra N]
 //
 // server runs an echo server (every packet is written back) or a sink
 // (packets and bytes are counted per connection; the 4-byte packet
@@ -28,6 +29,10 @@
 // figures; -cpuprofile writes the echo and game-tick servers' CPU profiles
 // over their measured spans. Progress goes to stderr, the table to
 // stdout. Every phase is bounded in count and time.
+//
+// floor measures the game-tick traffic against a server that only moves
+// datagrams (plain UDP, a goroutine hand-off per message, no RakNet): the
+// floor under the tick phases' server CPU per client on this machine.
 package main
 
 import (
@@ -52,6 +57,10 @@ func main() {
 		err = cmdPing(os.Args[2:])
 	case "run":
 		err = cmdRun(os.Args[2:])
+	case "floor":
+		err = cmdFloor(os.Args[2:])
+	case "floor-server":
+		err = cmdFloorServer(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		usage()
 		return
@@ -77,5 +86,6 @@ func usage() {
             [-tick-clients 100,1000] [-tick-duration D] [-tick-per-addr N]
             [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
             [-phases ping,handshake,...] [-loss 1,5,10]
+  bench floor [-clients N] [-duration D] [-acks=true|false] [-extra N]
 `)
 }

@@ -13,37 +13,32 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/endpoint"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 )
 
-// checkGoroutines returns a function that fails t if goroutines started
-// since it was called are still running 10 s later. Tests using it must
-// not run in parallel.
+// leakPrefixes are the code whose goroutines must not outlive a test:
+// ours, go-nethernet's and pion's.
+var leakPrefixes = []string{leaktest.Module, "github.com/df-mc/go-nethernet", "github.com/pion/"}
+
+// checkGoroutines fails t if a goroutine of leakPrefixes' is left once
+// the test and its cleanups have run. The returned function does nothing;
+// it keeps the defer form of the tests.
 func checkGoroutines(t *testing.T) func() {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	return func() {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<18)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("got %d goroutines, want %d:\n%s", runtime.NumGoroutine(), before, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	leaktest.Check(t, leakPrefixes...)
+	return func() {}
 }
+
+func TestMain(m *testing.M) { os.Exit(leaktest.Main(m, leakPrefixes...)) }
 
 // listenTest starts a Listener on loopback (signalling and ICE on ports
 // of their own) and closes it when the test ends.

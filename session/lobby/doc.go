@@ -15,23 +15,14 @@
 //	l.Shutdown("Server closed.")
 //
 // The session has logged the player in (and buffered PlayStatus
-// LoginSuccess) before NewHandler runs. The lobby then completes the join
-// as gophertunnel's own server does (minecraft/conn.go), checked against
-// gophertunnel's client:
-//
-//	server: ResourcePacksInfo (no packs)
-//	client: ResourcePackClientResponse AllPacksDownloaded
-//	server: ResourcePackStack (empty)
-//	client: ResourcePackClientResponse Completed
-//	server: JigsawStructureData, VoxelShapes, StartGame (spectator),
-//	        ItemRegistry (no items), BiomeDefinitionList
-//	client: RequestChunkRadius
-//	server: ChunkRadiusUpdated (at most 4), AvailableCommands (list, leave),
-//	        UpdateAbilities (fly, no-clip, invulnerable),
-//	        NetworkChunkPublisherUpdate, LevelChunk for each empty chunk
-//	        within the radius, PlayStatus PlayerSpawn, CreativeContent
-//	client: SetLocalPlayerAsInitialised
-//	server: Text (the greeting); Text "<name> joined the lobby" to the others
+// LoginSuccess) before NewHandler runs. The lobby then spawns the player
+// with session/join (see its package doc for the sequence and the source of
+// each step), with the lobby's world: a spectator at (0.5, 65.62, 0.5) in
+// the overworld, the list and leave commands (AvailableCommands) and the
+// abilities to fly, pass through blocks and take no damage
+// (UpdateAbilities) sent before the chunks, at most 4 chunks of view
+// distance. On SetLocalPlayerAsInitialised the player gets the greeting and
+// the others "<name> joined the lobby".
 //
 // A join that has not reached SetLocalPlayerAsInitialised within
 // Config.JoinTimeout is ended. Only the packets the lobby reads are

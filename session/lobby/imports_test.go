@@ -22,6 +22,7 @@ func TestImports(t *testing.T) {
 	}{
 		{mod + "/session", nil},
 		{mod + "/session/packets", []string{gt + "protocol", gt + "nbt", gt + "internal"}},
+		{mod + "/session/join", []string{gt + "protocol", gt + "nbt", gt + "internal"}},
 		{mod + "/session/lobby", []string{gt + "protocol", gt + "nbt", gt + "internal"}},
 	}
 	for _, r := range rules {

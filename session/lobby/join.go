@@ -3,8 +3,8 @@ package lobby
 import (
 	"math"
 
+	"github.com/basaltmc/basalt/session/join"
 	"github.com/go-gl/mathgl/mgl32"
-	"github.com/google/uuid"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
@@ -26,11 +26,6 @@ const (
 	// are empty, so a client is sent only enough of them to leave its
 	// loading screen.
 	maxChunkRadius = 4
-	// overworldSections is the number of 16-block sections in the
-	// overworld's height, -64 to 320, each with its biome storage.
-	overworldSections = 24
-	// plainsBiome is the biome every empty chunk holds.
-	plainsBiome = 1
 )
 
 // items are the item entries of the ItemRegistry the lobby sends: none, as
@@ -44,96 +39,31 @@ var commands = []protocol.Command{
 	{Name: "leave", Description: "Leave the lobby"},
 }
 
-// loginPackets are sent as the lobby takes a logged-in player, after the
-// PlayStatus LoginSuccess the session has buffered: the client is told
-// there are no resource packs to download.
-func loginPackets() []packet.Packet {
-	return []packet.Packet{&packet.ResourcePacksInfo{}}
-}
-
-// packStack is the (empty) order in which to apply resource packs.
-func packStack() packet.Packet {
-	return &packet.ResourcePackStack{BaseGameVersion: protocol.CurrentVersion}
-}
-
-// startGame returns what puts the player in the world, as gophertunnel's
-// server sends it (minecraft/conn.go, startGame): the two registries newer
-// clients expect before StartGame, StartGame, and the item registry, then
-// the biome definitions a client reads chunks with.
-func (p *player) startGame() []packet.Packet {
-	return []packet.Packet{
-		&packet.JigsawStructureData{StructureData: map[string]any{
-			"processors":     []map[string]any{},
-			"template_pools": []map[string]any{},
-			"jigsaws":        []map[string]any{},
-			"structure_sets": []map[string]any{},
-		}},
-		&packet.VoxelShapes{},
-		&packet.StartGame{
-			EntityUniqueID:  p.entityID,
-			EntityRuntimeID: uint64(p.entityID),
-			PlayerGameMode:  packet.GameTypeSpectator,
-			PlayerPosition:  mgl32.Vec3{0.5, spawnY, 0.5},
-			Dimension:       packet.DimensionOverworld,
-			Generator:       2, // flat: the client generates nothing
-			WorldGameMode:   packet.GameTypeSpectator,
-			WorldSpawn:      protocol.BlockPos{0, spawnBlockY, 0},
-			GameRules: []protocol.GameRule{
-				{Name: "dodaylightcycle", Value: false},
-				{Name: "doweathercycle", Value: false},
-			},
-			Time:                     noon,
-			DayCycleLockTime:         noon,
-			AchievementsDisabled:     true,
-			MultiPlayerGame:          true,
-			MultiPlayerCorrelationID: uuid.NewString(),
-			CommandsEnabled:          true,
-			PlayerPermissions:        packet.PermissionLevelMember,
-			BaseGameVersion:          "*",
-			WorldName:                p.lobby.worldName,
-			GameVersion:              protocol.CurrentVersion,
-			PropertyData:             map[string]any{},
-			// The lobby has no inventory to speak of; this is what
-			// current clients and servers expect.
-			ServerAuthoritativeInventory: true,
+// gameData returns the world the player joins, for session/join.
+func (p *player) gameData() join.GameData {
+	return join.GameData{
+		EntityID:         p.entityID,
+		WorldName:        p.lobby.worldName,
+		PlayerGameMode:   packet.GameTypeSpectator,
+		WorldGameMode:    packet.GameTypeSpectator,
+		PlayerPosition:   mgl32.Vec3{0.5, spawnY, 0.5},
+		Dimension:        packet.DimensionOverworld,
+		Generator:        2, // flat: the client generates nothing
+		WorldSpawn:       protocol.BlockPos{0, spawnBlockY, 0},
+		Time:             noon,
+		DayCycleLockTime: noon,
+		GameRules: []protocol.GameRule{
+			{Name: "dodaylightcycle", Value: false},
+			{Name: "doweathercycle", Value: false},
 		},
-		&packet.ItemRegistry{Items: items},
-		&packet.BiomeDefinitionList{},
-	}
-}
-
-// chunkRadius returns the view distance granted for a requested one.
-func chunkRadius(requested int32) int32 {
-	return max(1, min(requested, maxChunkRadius))
-}
-
-// spawnPackets returns what answers the client's first RequestChunkRadius
-// and spawns the player: the radius granted, the commands, the abilities
-// that keep a spectator floating, the empty chunks around the spawn,
-// PlayStatus PlayerSpawn and an empty creative inventory, in the order
-// gophertunnel's server sends its part of them.
-func (p *player) spawnPackets(requested int32) []packet.Packet {
-	r := chunkRadius(requested)
-	pks := []packet.Packet{
-		&packet.ChunkRadiusUpdated{ChunkRadius: r},
-		&packet.AvailableCommands{Commands: availableCommands()},
-		p.abilities(),
-		&packet.NetworkChunkPublisherUpdate{
-			Position: protocol.BlockPos{0, spawnBlockY, 0},
-			Radius:   uint32(r) * 16,
+		PlayerPermissions: packet.PermissionLevelMember,
+		Items:             items,
+		MaxChunkRadius:    maxChunkRadius,
+		BeforeSpawn: []packet.Packet{
+			&packet.AvailableCommands{Commands: availableCommands()},
+			p.abilities(),
 		},
 	}
-	for x := -r; x <= r; x++ {
-		for z := -r; z <= r; z++ {
-			if x*x+z*z <= r*r {
-				pks = append(pks, emptyChunk(x, z))
-			}
-		}
-	}
-	return append(pks,
-		&packet.PlayStatus{Status: packet.PlayStatusPlayerSpawn},
-		&packet.CreativeContent{},
-	)
 }
 
 // availableCommands returns commands without aliases (the offset
@@ -166,25 +96,4 @@ func (p *player) abilities() packet.Packet {
 			WalkSpeed:        protocol.AbilityBaseWalkSpeed,
 		}},
 	}}
-}
-
-// emptyChunkPayload is a chunk with no sub-chunks: one biome storage per
-// section, the first a single-value palette of plains (header 0<<1|1, the
-// runtime flag, then the biome as a varint32) and each later one 0x7f<<1|1,
-// "same as the previous", then no border blocks.
-var emptyChunkPayload = func() []byte {
-	b := []byte{0<<1 | 1, plainsBiome << 1}
-	for range overworldSections - 1 {
-		b = append(b, 0x7f<<1|1)
-	}
-	return append(b, 0)
-}()
-
-// emptyChunk returns the empty chunk at chunk coordinates x, z.
-func emptyChunk(x, z int32) packet.Packet {
-	return &packet.LevelChunk{
-		Position:   protocol.ChunkPos{x, z},
-		Dimension:  packet.DimensionOverworld,
-		RawPayload: emptyChunkPayload,
-	}
 }

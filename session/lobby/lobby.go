@@ -64,8 +64,8 @@ type Lobby struct {
 	worldName   string
 	joinTimeout time.Duration
 	log         zerolog.Logger
-	// codec encodes for every player: they all get the same ItemRegistry,
-	// so the same shield ID.
+	// codec encodes for every player, at each one's protocol: they all get
+	// the same ItemRegistry, so the same shield ID.
 	codec packets.Codec
 	// nextID hands out entity IDs, one per player, never 0.
 	nextID atomic.Int64
@@ -171,6 +171,7 @@ func (l *Lobby) Shutdown(message string) {
 	l.mu.Unlock()
 	l.log.Info().Int("players", len(ps)).Msg("lobby shutting down")
 	for _, p := range ps {
+		p.leaving("shutdown")
 		_ = p.s.DisconnectWith(session.DisconnectReasonShutdown, message)
 	}
 }
@@ -211,7 +212,8 @@ func (l *Lobby) others(p *player) []*player {
 	return l.othersLocked(p)
 }
 
-// broadcast writes pk to every player in ps. It encodes once and runs
+// broadcast writes pk to every player in ps. It encodes once per protocol
+// among them and runs
 // outside the lobby's lock: a write may wait on a slow client's transport,
 // up to the session's write timeout, and must not hold up the others'
 // joins and leaves meanwhile. A player whose session has just closed is
@@ -220,11 +222,17 @@ func (l *Lobby) broadcast(ps []*player, pk packet.Packet) {
 	if len(ps) == 0 {
 		return
 	}
-	b, err := l.codec.Append(nil, pk)
-	if err != nil {
-		return
-	}
+	encoded := make(map[int32][]byte, 2)
 	for _, p := range ps {
+		c := l.codec.For(p.s)
+		b, ok := encoded[c.Protocol]
+		if !ok {
+			var err error
+			if b, err = c.Append(nil, pk); err != nil {
+				continue
+			}
+			encoded[c.Protocol] = b
+		}
 		_ = p.s.WritePacket(pk.ID(), b)
 	}
 }

@@ -1,16 +1,21 @@
 package lobby
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/packets"
 	"github.com/basaltmc/basalt/session/packets/packetstest"
+	"github.com/rs/zerolog"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -19,6 +24,10 @@ import (
 
 // wait bounds every wait on a client or session.
 const wait = 5 * time.Second
+
+// startGameIDs are the packets the lobby sends on Completed, in order.
+var startGameIDs = []uint32{packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
+	packet.IDItemRegistry, packet.IDCreativeContent}
 
 // world is a Lobby whose sessions run over memory, for gophertunnel's
 // client or a bare one.
@@ -34,6 +43,12 @@ type world struct {
 // waited for when the test ends.
 func newWorld(t *testing.T, cfg Config) *world {
 	t.Helper()
+	return newLoggedWorld(t, cfg, nil)
+}
+
+// newLoggedWorld is newWorld with log as every session's logger.
+func newLoggedWorld(t *testing.T, cfg Config, log *zerolog.Logger) *world {
+	t.Helper()
 	w := &world{lobby: New(cfg)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
@@ -41,7 +56,7 @@ func newWorld(t *testing.T, cfg Config) *world {
 		w.wg.Wait()
 	})
 	w.network = packetstest.Network{Accept: func(conn *packetstest.End) {
-		s := session.New(conn, session.Config{NewHandler: w.lobby.NewHandler})
+		s := session.New(conn, session.Config{NewHandler: w.lobby.NewHandler, Log: log})
 		w.wg.Go(func() {
 			err := s.Run(ctx)
 			w.mu.Lock()
@@ -72,9 +87,15 @@ func (w *world) dial(t *testing.T, name string) *minecraft.Conn {
 // bare logs a bare client in, with nothing of the join done.
 func (w *world) bare(t *testing.T, name string) *packetstest.Client {
 	t.Helper()
+	return w.bareAt(t, name, packets.BaseProtocol)
+}
+
+// bareAt logs a bare client in speaking protocol p.
+func (w *world) bareAt(t *testing.T, name string, p int32) *packetstest.Client {
+	t.Helper()
 	server, client := packetstest.Pipe()
 	w.network.Accept(server)
-	c, err := packetstest.Login(client, name, wait)
+	c, err := packetstest.LoginProtocol(client, name, p, wait)
 	if err != nil {
 		t.Fatalf("%s: login: %v", name, err)
 	}
@@ -256,8 +277,14 @@ func TestJoinTimeout(t *testing.T) {
 // TestJoinSequence plays the client with a bare one and checks every packet
 // the lobby sends, in order.
 func TestJoinSequence(t *testing.T) {
+	for _, p := range packets.Protocols() {
+		t.Run(strconv.Itoa(int(p)), func(t *testing.T) { testJoinSequence(t, p) })
+	}
+}
+
+func testJoinSequence(t *testing.T, p int32) {
 	w := newWorld(t, Config{Greeting: "hello {player}"})
-	c := w.bare(t, "Steve")
+	c := w.bareAt(t, "Steve", p)
 	next := func(want ...uint32) []packet.Packet {
 		t.Helper()
 		var got []packet.Packet
@@ -287,9 +314,11 @@ func TestJoinSequence(t *testing.T) {
 	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded})
 	next(packet.IDResourcePackStack)
 	send(&packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted})
-	got := next(packet.IDJigsawStructureData, packet.IDVoxelShapes, packet.IDStartGame,
-		packet.IDItemRegistry, packet.IDBiomeDefinitionList)
+	got := next(startGameIDs...)
 	sg := got[2].(*packet.StartGame)
+	if v, _ := session.LookupProtocol(p); sg.GameVersion != v.Name {
+		t.Errorf("StartGame game version %q, want %q", sg.GameVersion, v.Name)
+	}
 	if sg.PlayerGameMode != packet.GameTypeSpectator || sg.EntityRuntimeID == 0 {
 		t.Errorf("StartGame: game mode %d, runtime ID %d; want spectator, non-zero", sg.PlayerGameMode, sg.EntityRuntimeID)
 	}
@@ -321,9 +350,13 @@ func TestJoinSequence(t *testing.T) {
 			t.Errorf("chunk %v with %d sub-chunks, want within radius 2, none", lc.Position, lc.SubChunkCount)
 		}
 	}
-	got = next(packet.IDPlayStatus, packet.IDCreativeContent)
+	got = next(packet.IDPlayStatus, packet.IDUpdateAttributes)
 	if s := got[0].(*packet.PlayStatus).Status; s != packet.PlayStatusPlayerSpawn {
 		t.Errorf("got PlayStatus %d, want PlayerSpawn", s)
+	}
+	if a := got[1].(*packet.UpdateAttributes); a.EntityRuntimeID != sg.EntityRuntimeID || len(a.Attributes) != 1 ||
+		a.Attributes[0].Name != "minecraft:movement" || a.Attributes[0].Value != 0.1 {
+		t.Errorf("got %+v, want movement 0.1 for runtime ID %d", a, sg.EntityRuntimeID)
 	}
 	if len(w.lobby.Players()) != 0 {
 		t.Error("player listed before SetLocalPlayerAsInitialised")
@@ -409,7 +442,7 @@ func TestListMessage(t *testing.T) {
 // TestNoLeaks checks that a lobby whose players have all gone keeps no
 // goroutine or timer running and forgets them.
 func TestNoLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
+	leaktest.Check(t, leaktest.Module, "github.com/sandertv/")
 	w := New(Config{})
 	var wg sync.WaitGroup
 	network := packetstest.Network{Accept: func(conn *packetstest.End) {
@@ -432,12 +465,144 @@ func TestNoLeaks(t *testing.T) {
 	if n != 0 {
 		t.Errorf("lobby still holds %d players", n)
 	}
-	deadline := time.Now().Add(wait)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+}
+
+// TestPackResponses sends the resource pack responses in every order and
+// repetition a client might, and checks what the lobby answers up to the
+// first RequestChunkRadius: the stack at most once, only for a client that
+// asked for it before Completed, and StartGame exactly once.
+func TestPackResponses(t *testing.T) {
+	const (
+		all  = packet.PackResponseAllPacksDownloaded
+		send = packet.PackResponseSendPacks
+		done = packet.PackResponseCompleted
+	)
+	for _, tc := range []struct {
+		name      string
+		responses []byte
+		stack     bool
+	}{
+		{"all packs then completed", []byte{all, done}, true},
+		{"completed at once", []byte{done}, false},
+		{"send no packs then completed", []byte{send, done}, true},
+		{"completed twice", []byte{done, done}, false},
+		{"all packs twice", []byte{all, all, done}, true},
+		{"send then all packs", []byte{send, all, done}, true},
+		{"completed then all packs", []byte{done, all}, false},
+		{"completed then send", []byte{done, send, done}, false},
+		{"everything repeated", []byte{all, send, all, done, done, all, send, done}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, Config{})
+			c := w.bare(t, "Steve")
+			for _, r := range tc.responses {
+				if err := c.WritePacket(&packet.ResourcePackClientResponse{Response: uint32(r)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.WritePacket(&packet.RequestChunkRadius{ChunkRadius: 1, MaxChunkRadius: 1}); err != nil {
+				t.Fatal(err)
+			}
+			var got []uint32
+			for {
+				pk, err := c.Expect(wait, func(packet.Packet) bool { return true })
+				if err != nil {
+					t.Fatalf("after %v: %v", got, err)
+				}
+				if pk.ID() == packet.IDChunkRadiusUpdated {
+					break
+				}
+				got = append(got, pk.ID())
+			}
+			want := []uint32{packet.IDResourcePacksInfo}
+			if tc.stack {
+				want = append(want, packet.IDResourcePackStack)
+			}
+			want = append(want, startGameIDs...)
+			if !slices.Equal(got, want) {
+				t.Errorf("got packets %#x, want %#x", got, want)
+			}
+		})
 	}
-	if got := runtime.NumGoroutine(); got > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("got %d goroutines, want %d:\n%s", got, before, buf[:runtime.Stack(buf, true)])
+}
+
+// TestPackResponsesRefused checks the responses that end the join: a client
+// that refuses the packs, or asks for one the lobby does not have.
+func TestPackResponsesRefused(t *testing.T) {
+	for _, pk := range []*packet.ResourcePackClientResponse{
+		{Response: packet.PackResponseRefused},
+		{Response: packet.PackResponseSendPacks, PacksToDownload: []string{"0fba4063-dba1-4281-9b89-ff9390653530_1.0.0"}},
+	} {
+		w := newWorld(t, Config{})
+		c := w.bare(t, "Steve")
+		if err := c.WritePacket(pk); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Expect(wait, func(pk packet.Packet) bool { return pk.ID() == packet.IDStartGame })
+		if err == nil || errors.Is(err, packetstest.ErrTimeout) {
+			t.Errorf("response %d %q: got %v, want the session ended", pk.Response, pk.PacksToDownload, err)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestLifecycleLogs checks the info lines of a player who joins and leaves,
+// and of one who stalls while joining.
+func TestLifecycleLogs(t *testing.T) {
+	var out syncBuffer
+	log := zerolog.New(&out).Level(zerolog.InfoLevel)
+	w := newLoggedWorld(t, Config{JoinTimeout: 200 * time.Millisecond}, &log)
+	conn := w.dial(t, "Steve")
+	expectText(t, conn, "Welcome")
+	if err := conn.WritePacket(&packet.CommandRequest{CommandLine: "/leave", CommandOrigin: protocol.CommandOrigin{Origin: protocol.CommandOriginPlayer}}); err != nil {
+		t.Fatal(err)
+	}
+	expectDisconnect(t, conn)
+	c := w.bare(t, "Slow")
+	if err := c.WritePacket(&packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Expect(wait, isDisconnect); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`"player":"Steve","protocol":2193,"others":0,"message":"player joined the lobby"`,
+		`"player":"Steve","why":"/leave","message":"player left the lobby"`,
+		`"player":"Slow","phase":"stack","timeout":200,"message":"player timed out while joining the lobby"`,
+		`"player":"Slow","why":"timed out while joining","phase":"stack","message":"player left while joining the lobby"`,
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		missing := ""
+		for _, line := range want {
+			if !strings.Contains(out.String(), line) {
+				missing = line
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log lacks %s:\n%s", missing, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,7 +1,6 @@
 package lobby
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,44 +8,10 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
-
-// phase is how far a player has come in joining the lobby.
-type phase uint8
-
-const (
-	// phasePacks: ResourcePacksInfo sent, waiting for the client to say it
-	// has every pack (there are none).
-	phasePacks phase = iota
-	// phaseStack: ResourcePackStack sent, waiting for Completed.
-	phaseStack
-	// phaseChunkRadius: StartGame sent, waiting for RequestChunkRadius.
-	phaseChunkRadius
-	// phaseSpawn: PlayStatus PlayerSpawn sent, waiting for
-	// SetLocalPlayerAsInitialised.
-	phaseSpawn
-	// phasePlaying: in the world.
-	phasePlaying
-)
-
-// String returns the phase's name.
-func (p phase) String() string {
-	switch p {
-	case phasePacks:
-		return "packs"
-	case phaseStack:
-		return "stack"
-	case phaseChunkRadius:
-		return "chunk radius"
-	case phaseSpawn:
-		return "spawn"
-	case phasePlaying:
-		return "playing"
-	}
-	return fmt.Sprintf("phase(%d)", uint8(p))
-}
 
 // Chat limits. A chat message is relayed to every other player, so a
 // player's rate is capped: a burst of chatBurst, then one per chatInterval.
@@ -64,15 +29,11 @@ const (
 	chatLongMessage = "§cThat message is too long."
 )
 
-// wanted lists the packets a player's handler decodes; every other packet a
-// client sends (PlayerAuthInput every tick, ClientCacheStatus, ...) is let
-// by raw without being decoded.
-var wanted = map[uint32]bool{
-	packet.IDResourcePackClientResponse:  true,
-	packet.IDRequestChunkRadius:          true,
-	packet.IDSetLocalPlayerAsInitialised: true,
-	packet.IDText:                        true,
-	packet.IDCommandRequest:              true,
+// wanted reports whether a player's handler decodes packets with id: those
+// of the join and chat. Every other packet a client sends (PlayerAuthInput
+// every tick, ClientCacheStatus, ...) is let by raw without being decoded.
+func wanted(id uint32) bool {
+	return join.Wants(id) || id == packet.IDText || id == packet.IDCommandRequest
 }
 
 // player is one session's handler. Its fields other than spawned are
@@ -86,7 +47,11 @@ type player struct {
 	entityID int64
 	spawned  atomic.Bool // in the world; written under lobby.mu
 
-	phase phase
+	// join spawns the player; set before the handler sees a packet.
+	join *join.Join
+	// why is the reason this side ended the session, for the log: /leave,
+	// the join deadline, shutdown. Nil when the session ended otherwise.
+	why atomic.Pointer[string]
 	// joinTimer ends a join that stalls; nil when there is no bound.
 	timerMu   sync.Mutex
 	joinTimer *time.Timer // guarded by timerMu
@@ -104,21 +69,31 @@ var (
 	_ packets.RawHandler = (*player)(nil)
 )
 
+// leaving records why this side ends the session, for the log; the first
+// reason stays.
+func (p *player) leaving(why string) {
+	p.why.CompareAndSwap(nil, &why)
+}
+
 // write encodes pk for the player's session.
 func (p *player) write(pk packet.Packet) error {
 	return p.lobby.codec.Write(p.s, pk)
 }
 
-// start sends what opens the join and arms the join deadline.
+// start begins the join and arms its deadline.
 func (p *player) start() error {
-	for _, pk := range loginPackets() {
-		if err := p.write(pk); err != nil {
-			return err
-		}
+	j, err := join.Start(p.s, p.lobby.codec, p.gameData())
+	if err != nil {
+		return err
 	}
+	p.join = j
 	if d := p.lobby.joinTimeout; d > 0 {
 		p.timerMu.Lock()
 		p.joinTimer = time.AfterFunc(d, func() {
+			ph := j.Phase()
+			p.leaving("timed out while joining")
+			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Dur("timeout", d).
+				Msg("player timed out while joining the lobby")
 			_ = p.s.DisconnectWith(session.DisconnectReasonTimeout, joinTimeoutMessage)
 		})
 		p.timerMu.Unlock()
@@ -138,90 +113,36 @@ func (p *player) stopTimer() {
 
 // HandleRawPacket lets every packet the lobby has no use for by undecoded.
 func (p *player) HandleRawPacket(_ *session.Session, pk session.Packet) (bool, error) {
-	return !wanted[pk.ID], nil
+	return !wanted(pk.ID), nil
 }
 
 // HandlePacket drives the join, then chat and commands.
 func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
+	spawned, err := p.join.HandlePacket(pk)
+	if err != nil || spawned {
+		if spawned {
+			return p.enter()
+		}
+		return err
+	}
 	switch pk := pk.(type) {
-	case *packet.ResourcePackClientResponse:
-		return p.handlePackResponse(pk)
-	case *packet.RequestChunkRadius:
-		return p.handleRequestChunkRadius(pk)
-	case *packet.SetLocalPlayerAsInitialised:
-		return p.handleInitialised(pk)
 	case *packet.Text:
 		return p.handleText(pk)
 	case *packet.CommandRequest:
-		if p.phase == phasePlaying {
+		if p.join.Spawned() {
 			return p.command(pk.CommandLine)
 		}
 	}
 	return nil
 }
 
-// handlePackResponse moves through the resource pack phases. The lobby has
-// no packs, so a client asks for none and answers twice: it has them all,
-// then it has applied the stack.
-func (p *player) handlePackResponse(pk *packet.ResourcePackClientResponse) error {
-	switch {
-	case pk.Response == packet.PackResponseRefused:
-		return session.Kick("You must accept the server's resource packs to join.")
-	case pk.Response == packet.PackResponseSendPacks:
-		// There is nothing to send: the lobby has no packs.
-		return errors.New("client asked for resource packs the lobby does not have")
-	case pk.Response == packet.PackResponseAllPacksDownloaded && p.phase == phasePacks:
-		p.phase = phaseStack
-		return p.write(packStack())
-	case pk.Response == packet.PackResponseCompleted && p.phase == phaseStack:
-		p.phase = phaseChunkRadius
-		for _, pk := range p.startGame() {
-			if err := p.write(pk); err != nil {
-				return err
-			}
-		}
-		return p.s.Flush()
-	}
-	// A response out of turn (a client repeating itself) changes nothing.
-	return nil
-}
-
-// handleRequestChunkRadius answers the client's view distance; the first
-// one, after StartGame, spawns the player.
-func (p *player) handleRequestChunkRadius(pk *packet.RequestChunkRadius) error {
-	switch p.phase {
-	case phaseChunkRadius:
-		if pk.ChunkRadius < 1 {
-			return fmt.Errorf("chunk radius %d: want at least 1", pk.ChunkRadius)
-		}
-		p.phase = phaseSpawn
-		for _, pk := range p.spawnPackets(pk.ChunkRadius) {
-			if err := p.write(pk); err != nil {
-				return err
-			}
-		}
-		return p.s.Flush()
-	case phaseSpawn, phasePlaying:
-		// The world is empty whatever the distance: confirm, send nothing
-		// more.
-		return p.write(&packet.ChunkRadiusUpdated{ChunkRadius: chunkRadius(pk.ChunkRadius)})
-	}
-	return nil
-}
-
-// handleInitialised puts the player in the world: the others hear of it and
+// enter welcomes a player who is in the world: the others hear of it and
 // the player is greeted.
-func (p *player) handleInitialised(pk *packet.SetLocalPlayerAsInitialised) error {
-	if p.phase != phaseSpawn {
-		return nil
-	}
-	if pk.EntityRuntimeID != uint64(p.entityID) {
-		return fmt.Errorf("initialised entity %d, want %d (from StartGame)", pk.EntityRuntimeID, p.entityID)
-	}
-	p.phase = phasePlaying
+func (p *player) enter() error {
 	p.stopTimer()
 	others := p.lobby.spawned(p)
-	p.s.Log().Info().Int("others", len(others)).Msg("player joined the lobby")
+	p.s.Log().Info().Str("player", p.name).Int32("protocol", p.s.Protocol()).Int("others", len(others)).
+		Msg("player joined the lobby")
 	p.lobby.broadcast(others, systemText("§e"+p.name+" joined the lobby"))
 	greeting := strings.ReplaceAll(p.lobby.greeting, session.PlayerPlaceholder, p.name)
 	if err := p.write(systemText(greeting)); err != nil {
@@ -233,7 +154,7 @@ func (p *player) handleInitialised(pk *packet.SetLocalPlayerAsInitialised) error
 // handleText relays a chat message, or runs it as a command if it starts
 // with '/'.
 func (p *player) handleText(pk *packet.Text) error {
-	if p.phase != phasePlaying || pk.TextType != packet.TextTypeChat {
+	if !p.join.Spawned() || pk.TextType != packet.TextTypeChat {
 		return nil
 	}
 	msg := strings.TrimSpace(pk.Message)
@@ -283,7 +204,7 @@ func (p *player) command(line string) error {
 		names := p.lobby.Players()
 		return p.write(systemText(listMessage(names)))
 	case "leave":
-		p.s.Log().Info().Msg("player left the lobby with /leave")
+		p.leaving("/leave")
 		return p.s.DisconnectWith(session.DisconnectReasonDisconnected, leaveMessage)
 	}
 	return p.write(systemText("§cUnknown command. Try /list or /leave."))
@@ -300,11 +221,30 @@ func listMessage(names []string) string {
 	return fmt.Sprintf("%d players in the lobby: %s", len(names), strings.Join(names, ", "))
 }
 
-// HandleClose takes the player out of the lobby and tells the others.
-func (p *player) HandleClose(*session.Session, error) {
+// HandleClose takes the player out of the lobby and tells the others. The
+// log says why the player went: a reason of this side's (/leave, the join
+// deadline, shutdown), a disconnect by the server, or the error that ended
+// the session (the client closed the connection, say); and, for a player
+// who never spawned, the phase of the join they were in.
+func (p *player) HandleClose(_ *session.Session, err error) {
 	p.stopTimer()
-	if p.lobby.remove(p) {
-		p.s.Log().Info().Msg("player left the lobby")
+	spawned := p.spawned.Load()
+	announce := p.lobby.remove(p)
+	if e := p.s.Log().Info(); e.Enabled() {
+		why := "disconnected by the server"
+		if w := p.why.Load(); w != nil {
+			why = *w
+		} else if err != nil {
+			why = err.Error()
+		}
+		e.Str("player", p.name).Str("why", why)
+		if spawned {
+			e.Msg("player left the lobby")
+		} else {
+			e.Stringer("phase", p.join.Phase()).Msg("player left while joining the lobby")
+		}
+	}
+	if announce {
 		p.lobby.broadcast(p.lobby.others(p), systemText("§e"+p.name+" left the lobby"))
 	}
 }

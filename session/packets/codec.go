@@ -34,38 +34,68 @@ const maxRetainedBuffer = 64 << 10
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // Codec decodes the packets a client sends and encodes those a server writes,
-// laid out as gophertunnel's protocol/packet package lays them out for
-// protocol.CurrentProtocol. Its zero value is usable: shield item runtime ID
-// 0. A Codec is a plain value and safe for concurrent use.
+// laid out for one protocol: BaseProtocol as gophertunnel's protocol/packet
+// package lays them out, a later one with that protocol's delta (v2225.go).
+// Its zero value is usable: BaseProtocol, shield item runtime ID 0. A Codec
+// is a plain value and safe for concurrent use.
 type Codec struct {
 	// ShieldID is the runtime ID of the minecraft:shield item in the
 	// ItemRegistry the server sent the client. Item stacks carry extra
 	// fields for that item, so it must match for any packet that holds an
 	// item stack. Zero when the server sent no shield.
 	ShieldID int32
+	// Protocol is the network protocol the packets are laid out for, one
+	// of Protocols. Zero means BaseProtocol. Write and Adapter use the
+	// session's protocol instead.
+	Protocol int32
+}
+
+// For returns c laid out for the protocol of the client of s.
+func (c Codec) For(s *session.Session) Codec {
+	c.Protocol = s.Protocol()
+	return c
 }
 
 // Decode decodes a packet the client sent. An id not in gophertunnel's
 // client pool gives an error wrapping ErrUnknownPacket; a payload that does
-// not decode, or leaves bytes unread, one wrapping ErrMalformed. It never
-// panics: the packet library's readers panic on bad input, and Decode
-// recovers, as gophertunnel's own Conn does. Lengths in the payload are
-// checked against the bytes that remain and slices against the library's
-// limits before anything is allocated for them. The packet does not alias
-// p.Payload.
+// not decode, or leaves bytes unread, one wrapping ErrMalformed; a packet
+// the protocol changed in a way this build does not translate, one
+// wrapping ErrUnsupported. It never panics: the packet library's readers
+// panic on bad input, and Decode recovers, as gophertunnel's own Conn does.
+// Lengths in the payload are checked against the bytes that remain and
+// slices against the library's limits before anything is allocated for
+// them. The packet does not alias p.Payload.
 func (c Codec) Decode(p session.Packet) (pk packet.Packet, err error) {
-	newPacket, ok := clientPool()[p.ID]
+	return c.DecodeWith(clientPool(), p)
+}
+
+// DecodeWith is Decode with the packets of pool: packet.NewServerPool() to
+// read what a server sends, for a client or a proxy.
+func (c Codec) DecodeWith(pool packet.Pool, p session.Packet) (pk packet.Packet, err error) {
+	newPacket, ok := pool[p.ID]
 	if !ok {
 		return nil, fmt.Errorf("decode packet %#x: %w", p.ID, ErrUnknownPacket)
 	}
+	ds, err := chain(c.Protocol)
+	if err != nil {
+		return nil, fmt.Errorf("decode packet %#x: %w", p.ID, err)
+	}
 	pk = newPacket()
+	m, err := marshaler(ds, pk)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
 	buf := bytes.NewBuffer(p.Payload)
 	defer func() {
 		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, ErrUnsupported) {
+				pk, err = nil, fmt.Errorf("decode %T: %w", pk, e)
+				return
+			}
 			pk, err = nil, fmt.Errorf("decode %T: %w: %v", pk, ErrMalformed, r)
 		}
 	}()
-	pk.Marshal(protocol.NewReader(buf, c.ShieldID, true))
+	m(protocol.NewReader(buf, c.ShieldID, true))
 	if buf.Len() != 0 {
 		return nil, fmt.Errorf("decode %T: %w: %d bytes left over", pk, ErrMalformed, buf.Len())
 	}
@@ -74,22 +104,37 @@ func (c Codec) Decode(p session.Packet) (pk packet.Packet, err error) {
 
 // Append appends pk's payload, without the packet header, to b. A packet
 // whose fields the library refuses to write (an empty Text message, an enum
-// value out of range) gives an error, and b unchanged.
+// value out of range), or that the protocol changed in a way this build
+// does not translate (ErrUnsupported), gives an error, and b unchanged.
 func (c Codec) Append(b []byte, pk packet.Packet) (out []byte, err error) {
+	ds, err := chain(c.Protocol)
+	if err != nil {
+		return b, fmt.Errorf("encode %T: %w", pk, err)
+	}
+	m, err := marshaler(ds, pk)
+	if err != nil {
+		return b, fmt.Errorf("encode: %w", err)
+	}
 	n := len(b)
 	buf := bytes.NewBuffer(b)
 	defer func() {
 		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				out, err = b[:n], fmt.Errorf("encode %T: %w", pk, e)
+				return
+			}
 			out, err = b[:n], fmt.Errorf("encode %T: %v", pk, r)
 		}
 	}()
-	pk.Marshal(protocol.NewWriter(buf, c.ShieldID))
+	m(protocol.NewWriter(buf, c.ShieldID))
 	return buf.Bytes(), nil
 }
 
-// Write encodes pk and buffers it on s for the next batch, as
+// Write encodes pk for the protocol of the client of s, whatever
+// c.Protocol says, and buffers it on s for the next batch, as
 // Session.WritePacket does. It is safe to call from any goroutine.
 func (c Codec) Write(s *session.Session, pk packet.Packet) error {
+	c = c.For(s)
 	buf := buffers.Get().(*[]byte)
 	b, err := c.Append((*buf)[:0], pk)
 	if err == nil {

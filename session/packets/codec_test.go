@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/basaltmc/basalt/session"
@@ -67,9 +68,19 @@ func TestCodecMatchesGophertunnel(t *testing.T) {
 	}
 }
 
-func TestCodecProtocol(t *testing.T) {
-	if session.CurrentProtocol != protocol.CurrentProtocol {
-		t.Errorf("session speaks protocol %d, packet library %d", session.CurrentProtocol, protocol.CurrentProtocol)
+// TestCodecProtocols checks that a Codec speaks exactly the protocols the
+// session accepts by default: a protocol added to one is added to both.
+func TestCodecProtocols(t *testing.T) {
+	if got, want := Protocols(), session.KnownProtocols(); !slices.Equal(got, want) {
+		t.Errorf("codec speaks %v, session knows %v", got, want)
+	}
+	if BaseProtocol != session.KnownProtocols()[0] {
+		t.Errorf("base protocol %d is not the session's oldest, %d", BaseProtocol, session.KnownProtocols()[0])
+	}
+	for _, p := range []int32{2169, 2192, 2194, 2226} {
+		if _, err := (Codec{Protocol: p}).Append(nil, &packet.Text{TextType: packet.TextTypeRaw, Message: "x"}); !errors.Is(err, ErrUnknownProtocol) {
+			t.Errorf("protocol %d: got %v, want ErrUnknownProtocol", p, err)
+		}
 	}
 }
 

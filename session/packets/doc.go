@@ -18,9 +18,24 @@
 // Decode recovers, as gophertunnel's own Conn does, and returns an error
 // wrapping ErrMalformed; every length is checked against the bytes left in
 // the payload, and slices against the library's limits, before anything is
-// allocated. The packets are laid out for protocol.CurrentProtocol, the
-// protocol the session accepts by default; a session that accepts other
-// protocols must not hand their packets to a Codec.
+// allocated.
+//
+// # Protocols
+//
+// A Codec lays packets out for one network protocol (Codec.Protocol); Write
+// and Adapter use the session's, so each player's packets are encoded for
+// the protocol its client spoke. gophertunnel v1.62.0's structures are the
+// layout of BaseProtocol (2193); each later protocol is a delta over the
+// one before it, in a file of its own (v2225.go): the packets whose layout
+// changed, as a marshal that adds the new fields around the older layout,
+// and the packets that changed in ways this build does not translate,
+// which a Codec refuses with ErrUnsupported rather than send or read in the
+// wrong layout. Protocols lists them all; it matches session.Protocols.
+//
+// Adding the next protocol is one file, vNNNN.go, with a delta that
+// registers itself, plus its version in session/protocols.go and its cases
+// in golden_test.go: testdata/golden.js makes the golden bytes from npm
+// minecraft-data's protocol.json (go test -run TestGolden -args -update).
 //
 // A handler of typed packets:
 //

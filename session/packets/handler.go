@@ -50,8 +50,8 @@ func (NopHandler) HandlePacket(*session.Session, packet.Packet) error { return n
 // HandleClose does nothing.
 func (NopHandler) HandleClose(*session.Session, error) {}
 
-// Adapter is a session.Handler that decodes each packet with Codec and hands
-// it to Handler, letting it through raw first if Handler is a RawHandler.
+// Adapter is a session.Handler that decodes each packet with Codec, laid out
+// for the session's protocol, and hands it to Handler, letting it through raw first if Handler is a RawHandler.
 // A packet that does not decode goes to Handler's HandleDecodeError if it is
 // a DecodeErrorHandler, and otherwise ends the session with the decode
 // error. An Adapter serves one session, as its Handler does.
@@ -77,7 +77,7 @@ func (a *Adapter) HandlePacket(s *session.Session, p session.Packet) error {
 			return err
 		}
 	}
-	pk, err := a.Codec.Decode(p)
+	pk, err := a.Codec.For(s).Decode(p)
 	if err != nil {
 		if h, ok := a.Handler.(DecodeErrorHandler); ok {
 			return h.HandleDecodeError(s, p, err)

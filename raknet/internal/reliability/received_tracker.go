@@ -19,6 +19,10 @@ type receivedTracker struct {
 	last  time.Time // when the last ACK left
 	count int       // datagrams acknowledged since the last ACK left
 	delay time.Duration
+	// lastData is when the last new data datagram was accepted; gap is
+	// the smoothed time between such arrivals (0 before the second).
+	lastData time.Time
+	gap      time.Duration
 	// repeat holds the ranges of the last ACK, sent again with the next;
 	// fresh is scratch space.
 	repeat, fresh []interval
@@ -74,6 +78,10 @@ func (t *receivedTracker) advance(abs uint64) (high uint64) {
 // accept records datagram abs as received and to be acknowledged.
 func (t *receivedTracker) accept(abs uint64, now time.Time) {
 	_, _ = t.win.mark(abs) // advance made room
+	if !t.lastData.IsZero() {
+		t.gap += (max(now.Sub(t.lastData), 0) - t.gap) / 8
+	}
+	t.lastData = now
 	t.add(abs, now)
 }
 
@@ -97,11 +105,15 @@ func (t *receivedTracker) ackNow() {
 	}
 }
 
-// dense reports whether an ACK left within the ACK delay before now: the
-// peer's datagrams come faster than the delay, so pending ACKs are worth
-// holding back for the ones that follow.
+// dense reports whether the peer's datagrams come faster than the ACK
+// delay, so pending ACKs are worth holding back for the ones that follow:
+// an ACK left within the delay before now, and the smoothed gap between
+// the peer's data datagrams is shorter than the delay. The gap keeps two
+// datagrams that happen to arrive close together in a sparse stream (a
+// game client's ping just after its input) from holding the second one's
+// ACK for a timer of its own, when it could leave with the reply.
 func (t *receivedTracker) dense(now time.Time) bool {
-	return !t.last.IsZero() && now.Sub(t.last) < t.delay
+	return !t.last.IsZero() && now.Sub(t.last) < t.delay && t.gap < t.delay
 }
 
 // deadline returns when pending ACKs are due, or the zero time.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/packets"
 	"github.com/google/uuid"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -31,23 +33,39 @@ type Client struct {
 	// ShieldID is the shield item runtime ID used to read and write item
 	// stacks; 0 until a test sets it.
 	ShieldID int32
+	// Protocol is the network protocol the client speaks, and reads and
+	// writes packets in.
+	Protocol int32
 }
 
-// Login logs in over conn as name: RequestNetworkSettings, NetworkSettings
+// codec returns the client's codec.
+func (c *Client) codec() packets.Codec {
+	return packets.Codec{ShieldID: c.ShieldID, Protocol: c.Protocol}
+}
+
+// Login logs in over conn as name at packets.BaseProtocol; see
+// LoginProtocol.
+func Login(conn *End, name string, timeout time.Duration) (*Client, error) {
+	return LoginProtocol(conn, name, packets.BaseProtocol, timeout)
+}
+
+// LoginProtocol logs in over conn as name, speaking network protocol p, one
+// of packets.Protocols: RequestNetworkSettings, NetworkSettings
 // (compression on from then), Login with an offline, self-signed token,
 // and PlayStatus LoginSuccess. It fails if the server answers anything
 // else first or nothing by timeout.
-func Login(conn *End, name string, timeout time.Duration) (*Client, error) {
+func LoginProtocol(conn *End, name string, p int32, timeout time.Duration) (*Client, error) {
 	c := &Client{
-		conn: conn,
-		enc:  packet.NewEncoder(conn),
-		dec:  packet.NewDecoder(conn),
-		pool: packet.NewServerPool(),
+		Protocol: p,
+		conn:     conn,
+		enc:      packet.NewEncoder(conn),
+		dec:      packet.NewDecoder(conn),
+		pool:     packet.NewServerPool(),
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(timeout))
 	defer conn.SetReadDeadline(time.Time{})
 
-	if err := c.WritePacket(&packet.RequestNetworkSettings{ClientProtocol: protocol.CurrentProtocol}); err != nil {
+	if err := c.WritePacket(&packet.RequestNetworkSettings{ClientProtocol: p}); err != nil {
 		return nil, err
 	}
 	pk, err := c.ReadPacket()
@@ -80,7 +98,7 @@ func Login(conn *End, name string, timeout time.Duration) (*Client, error) {
 		CurrentInputMode: packet.InputModeTouch,
 	}
 	request := login.EncodeOffline(id, data, key, false)
-	if err := c.WritePacket(&packet.Login{ClientProtocol: protocol.CurrentProtocol, ConnectionRequest: request}); err != nil {
+	if err := c.WritePacket(&packet.Login{ClientProtocol: p, ConnectionRequest: request}); err != nil {
 		return nil, err
 	}
 	pk, err = c.ReadPacket()
@@ -100,13 +118,11 @@ func (c *Client) WritePacket(pk packet.Packet) (err error) {
 	if err := h.Write(&buf); err != nil {
 		return err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("encode %T: %v", pk, r)
-		}
-	}()
-	pk.Marshal(protocol.NewWriter(&buf, c.ShieldID))
-	return c.WriteRaw(buf.Bytes())
+	b, err := c.codec().Append(buf.Bytes(), pk)
+	if err != nil {
+		return err
+	}
+	return c.WriteRaw(b)
 }
 
 // WriteRaw sends one packet, header and payload, as a batch of its own.
@@ -130,20 +146,10 @@ func (c *Client) ReadPacket() (pk packet.Packet, err error) {
 	if err := h.Read(buf); err != nil {
 		return nil, fmt.Errorf("read header: %w", err)
 	}
-	pk = &packet.Unknown{PacketID: h.PacketID}
-	if f, ok := c.pool[h.PacketID]; ok {
-		pk = f()
+	if _, ok := c.pool[h.PacketID]; !ok {
+		return &packet.Unknown{PacketID: h.PacketID, Payload: buf.Bytes()}, nil
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			pk, err = nil, fmt.Errorf("decode %T: %v", pk, r)
-		}
-	}()
-	pk.Marshal(protocol.NewReader(buf, c.ShieldID, true))
-	if buf.Len() != 0 {
-		return nil, fmt.Errorf("decode %T: %d bytes left over", pk, buf.Len())
-	}
-	return pk, nil
+	return c.codec().DecodeWith(c.pool, session.Packet{ID: h.PacketID, Payload: buf.Bytes()})
 }
 
 // ErrTimeout is returned by Expect when the packet did not come in time.

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/session"
+	"github.com/rs/zerolog"
+)
+
+// console runs srv's console over a pipe, as main does over stdin; send
+// writes a line and waits until the log shows want.
+type console struct {
+	t      *testing.T
+	w      *io.PipeWriter
+	logs   *logSink
+	done   chan error
+	stops  chan struct{}
+	cursor int // how much of the log earlier waits consumed
+}
+
+func startConsole(t *testing.T, c Config) (*Server, *console) {
+	t.Helper()
+	var sink logSink
+	log := zerolog.New(&sink)
+	c.Log = &log
+	srv := startServer(t, c)
+	r, w := io.Pipe()
+	cn := &console{t: t, w: w, logs: &sink, done: make(chan error, 1), stops: make(chan struct{}, 1)}
+	go func() {
+		cn.done <- srv.RunConsole(r, func() { cn.stops <- struct{}{} })
+	}()
+	t.Cleanup(func() {
+		_ = w.Close()
+		select {
+		case <-cn.done:
+		case <-time.After(testTimeout):
+			t.Error("RunConsole did not return at the end of its input")
+		}
+	})
+	return srv, cn
+}
+
+// send writes line to the console and waits for the log to show want
+// after what earlier sends saw.
+func (c *console) send(line, want string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+	waitFor(c.t, "console output "+want, func() bool {
+		return strings.Contains(c.logs.String()[c.cursor:], want)
+	})
+	c.cursor = len(c.logs.String())
+}
+
+func TestConsole(t *testing.T) {
+	srv, c := startConsole(t, Config{NewHandler: newHold})
+	addr := gameAddr(t, srv)
+	steve, alex := dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})
+	steve.login("Steve")
+	alex.login("Alex")
+	steve.sync()
+	alex.sync()
+
+	c.send("help", "allowlist add|remove")
+	c.send("list", "2 of 20 players online: Alex, Steve")
+	c.send("frobnicate", `unknown command \"frobnicate\"; type help for the list of commands`)
+	c.send("kick", "usage: kick <player> [reason]")
+	c.send("kick nobody", `no player \"nobody\" online`)
+	c.send("kick alex Too loud.", "kicked 1 player(s) named alex")
+	alex.expectDisconnect(session.DisconnectReasonKicked, "Too loud.")
+	waitFor(t, "Alex gone", func() bool { return srv.PlayerCount() == 1 })
+
+	c.send("ban Steve 7d griefing", "banned Steve until")
+	steve.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage+" Reason: griefing Until "+
+		srv.Bans()[0].Expires.UTC().Format("2006-01-02 15:04 MST")+".")
+	if b := srv.Bans()[0]; b.Name != "Steve" || time.Until(b.Expires) < 6*24*time.Hour {
+		t.Errorf("got ban %+v, want Steve for 7 days", b)
+	}
+	c.send("ban 127.0.0.0/8", "banned 127.0.0.0/8 for good")
+	again := dial(t, addr, raknet.Dialer{})
+	again.sendLogin("Herobrine")
+	again.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage)
+	c.send("unban 127.0.0.0/8", "lifted 1 ban(s) of 127.0.0.0/8")
+	c.send("unban steve", "lifted 1 ban(s) of steve")
+	c.send("unban steve", "no ban names steve")
+
+	c.send("allowlist add Steve", "added Steve to the allowlist")
+	c.send("allowlist add 2535400000000001", "added 2535400000000001 to the allowlist")
+	c.send("allowlist list", "allowlist off, 2 entries: Steve, (2535400000000001)")
+	herobrine := dial(t, addr, raknet.Dialer{})
+	herobrine.login("Herobrine")
+	c.send("allowlist on", "allowlist turned on")
+	herobrine.expectDisconnect(session.DisconnectReasonNotAllowed, NotAllowlistedMessage)
+	c.send("allowlist remove Nobody", "Nobody is not on the allowlist")
+	c.send("allowlist remove steve", "removed steve from the allowlist")
+	c.send("allowlist off", "allowlist turned off")
+	c.send("allowlist", "usage: allowlist")
+	c.send("reload", "reloaded the allowlist and ban list")
+
+	c.send("stop", "stopping the server")
+	select {
+	case <-c.stops:
+	case <-time.After(testTimeout):
+		t.Fatal("stop did not call the stop function")
+	}
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("RunConsole: got %v, want nil", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("RunConsole did not return after stop")
+	}
+	c.done <- nil // for the cleanup
+}
+
+func TestParseBanDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30m", 30 * time.Minute, true},
+		{"12h", 12 * time.Hour, true},
+		{"7d", 7 * 24 * time.Hour, true},
+		{"0d", 0, false},
+		{"-1h", 0, false},
+		{"griefing", 0, false},
+		{"d", 0, false},
+		{"99999999d", 0, false},
+	} {
+		if got, ok := parseBanDuration(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("%q: got %v, %v, want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	for in, want := range map[string]Ban{
+		"203.0.113.7": {IP: "203.0.113.7"}, "2001:db8::/32": {IP: "2001:db8::/32"},
+		"2535400000000001": {XUID: "2535400000000001"}, "Steve": {Name: "Steve"},
+	} {
+		if got := banTarget(in); got != want {
+			t.Errorf("banTarget(%q): got %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+func TestConsoleInput(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if ConsoleInput(null) {
+		t.Error("ConsoleInput(/dev/null) = true, want false")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !ConsoleInput(r) {
+		t.Error("ConsoleInput(a pipe) = false, want true")
+	}
+	_ = r.Close()
+	if ConsoleInput(r) {
+		t.Error("ConsoleInput(a closed file) = true, want false")
+	}
+}

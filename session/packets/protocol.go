@@ -1,0 +1,148 @@
+package packets
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sandertv/gophertunnel/minecraft/protocol"
+	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
+)
+
+// BaseProtocol is the protocol gophertunnel v1.62.0's packet structures are
+// laid out for (minecraft/protocol/info.go): 2193, Minecraft 1.26.50. A
+// Codec for it marshals packets as the library does; every later protocol
+// is a delta over the one before it.
+const BaseProtocol int32 = protocol.CurrentProtocol
+
+// ErrUnsupported is wrapped by the error a Codec returns for a packet whose
+// layout changed at a later protocol in a way this build does not translate
+// (a new field of a nested type, a renumbered enum), so that it is never
+// sent or read in the older layout.
+var ErrUnsupported = errors.New("packet not supported at this protocol")
+
+// ErrUnknownProtocol is wrapped by the error a Codec returns for a protocol
+// that is neither BaseProtocol nor one with a delta.
+var ErrUnknownProtocol = errors.New("unknown protocol")
+
+// A delta is how one protocol's packets differ from the protocol before it.
+// Each protocol after BaseProtocol has one, in a file of its own
+// (v2225.go), registered by that file's init function.
+type delta struct {
+	// protocol is the protocol the delta leads to.
+	protocol int32
+	// packets holds the packets whose layout changed, by ID: each marshals
+	// pk with io, calling prev where the previous protocol's fields go,
+	// before or after the fields it adds. It works for reading and
+	// writing alike, as gophertunnel's Marshal methods do.
+	packets map[uint32]func(pk packet.Packet, io protocol.IO, prev func(protocol.IO))
+	// unsupported lists the packets whose layout changed and that this
+	// build does not translate, each with what changed.
+	unsupported map[uint32]string
+}
+
+// deltas are the registered deltas, sorted by protocol.
+var deltas []*delta
+
+// register adds d to the deltas. It is called from init functions only.
+func register(d *delta) {
+	if d.protocol <= BaseProtocol || slices.ContainsFunc(deltas, func(o *delta) bool { return o.protocol == d.protocol }) {
+		panic(fmt.Sprintf("packets: delta for protocol %d registered twice or not after the base", d.protocol))
+	}
+	deltas = append(deltas, d)
+	slices.SortFunc(deltas, func(a, b *delta) int { return cmp.Compare(a.protocol, b.protocol) })
+}
+
+// Protocols returns every protocol a Codec speaks, oldest first: BaseProtocol
+// and each protocol with a delta.
+func Protocols() []int32 {
+	ps := []int32{BaseProtocol}
+	for _, d := range deltas {
+		ps = append(ps, d.protocol)
+	}
+	return ps
+}
+
+// chain returns the deltas that lead from BaseProtocol to p.
+func chain(p int32) ([]*delta, error) {
+	if p == 0 || p == BaseProtocol {
+		return nil, nil
+	}
+	i := slices.IndexFunc(deltas, func(d *delta) bool { return d.protocol == p })
+	if i < 0 {
+		return nil, fmt.Errorf("protocol %d: %w", p, ErrUnknownProtocol)
+	}
+	return deltas[:i+1], nil
+}
+
+// marshaler returns the function that marshals pk at the end of ds.
+func marshaler(ds []*delta, pk packet.Packet) (func(protocol.IO), error) {
+	id := pk.ID()
+	for i := len(ds) - 1; i >= 0; i-- {
+		if what, ok := ds[i].unsupported[id]; ok {
+			return nil, fmt.Errorf("%T at protocol %d (%s): %w", pk, ds[i].protocol, what, ErrUnsupported)
+		}
+		if f, ok := ds[i].packets[id]; ok {
+			prev, err := marshaler(ds[:i], pk)
+			if err != nil {
+				return nil, err
+			}
+			return func(io protocol.IO) { f(pk, io, prev) }, nil
+		}
+	}
+	return pk.Marshal, nil
+}
+
+// hook is a protocol.IO that runs do just before the field at ptr is
+// marshalled, to read or write a field a later protocol put there. Only the
+// kinds of field deltas insert before are hooked; a delta whose field is
+// never reached panics, which Codec turns into an error, rather than
+// silently leaving the new field out.
+type hook struct {
+	protocol.IO
+	ptr   any
+	do    func(protocol.IO)
+	fired bool
+}
+
+// before marshals with m, running do just before the field at ptr.
+func before(io protocol.IO, ptr any, do func(protocol.IO), m func(protocol.IO)) {
+	h := &hook{IO: io, ptr: ptr, do: do}
+	if _, ok := io.(sliceLimiter); ok {
+		m(readHook{h})
+	} else {
+		m(h)
+	}
+	if !h.fired {
+		panic(fmt.Sprintf("delta: field %T was not marshalled", ptr))
+	}
+}
+
+func (h *hook) at(x any) {
+	if x == h.ptr && !h.fired {
+		h.fired = true
+		h.do(h.IO)
+	}
+}
+
+// Varint32 hooks int32 fields written as varint32.
+func (h *hook) Varint32(x *int32) { h.at(x); h.IO.Varint32(x) }
+
+// String hooks string fields.
+func (h *hook) String(x *string) { h.at(x); h.IO.String(x) }
+
+// sliceLimiter is what gophertunnel's slice helpers (protocol.SliceOfLen)
+// look for in an IO to tell reading from writing: a reader checks the
+// length and allocates the slice.
+type sliceLimiter interface {
+	SliceLength(value, max uint32)
+}
+
+// readHook is a hook over a reader, which it must still look like.
+type readHook struct{ *hook }
+
+// SliceLength checks a slice length, as the reader does.
+func (h readHook) SliceLength(value, max uint32) {
+	h.IO.(sliceLimiter).SliceLength(value, max)
+}
