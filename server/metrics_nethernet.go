@@ -66,6 +66,7 @@ func (m transportMetrics) collect(ch chan<- prometheus.Metric, srv *Server) {
 	count(m.refused, st.Busy, "busy")
 	count(m.refused, st.RateLimited, "rate_limited")
 	count(m.refused, st.Malformed, "malformed")
+	count(m.refused, st.ICEQueueFull, "ice_queue_full")
 	ch <- prometheus.MustNewConstMetric(m.negotiating, prometheus.GaugeValue, float64(st.Negotiating))
 	ch <- prometheus.MustNewConstMetric(m.conns, prometheus.GaugeValue, float64(st.Open))
 }

@@ -84,3 +84,44 @@ func TestLANDiscoveryAndJoin(t *testing.T) {
 	_ = c.Close()
 	_ = l.Close()
 }
+
+// nopPacketConn is a PacketConn that discards writes.
+type nopPacketConn struct{ net.PacketConn }
+
+func (nopPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
+func (nopPacketConn) LocalAddr() net.Addr                       { return &net.UDPAddr{} }
+
+// Discovery datagrams are hostile: whatever they hold, handling one never
+// panics and the peer table stays within its bound.
+func FuzzLANHandle(f *testing.F) {
+	f.Add(discovery.Marshal(&discovery.RequestPacket{}, 1))
+	f.Add(discovery.Marshal(&discovery.MessagePacket{RecipientID: 7, Data: "CONNECTREQUEST 1 v=0"}, 2))
+	f.Add(discovery.Marshal(&discovery.ResponsePacket{ApplicationData: []byte{1, 2, 3}}, 3))
+	f.Add([]byte{0, 1, 2})
+	s := &lanSignaling{conn: nopPacketConn{}, id: 7, limiter: newIPLimiter(lanRepliesPerIP), peers: make(map[uint64]lanPeer)}
+	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s.handle(b, from, time.Now())
+		if len(s.peers) > maxLANPeers {
+			t.Fatalf("%d LAN peers", len(s.peers))
+		}
+	})
+}
+
+// The peer table keeps at most maxLANPeers, forgetting the oldest.
+func TestLANPeersBounded(t *testing.T) {
+	s := &lanSignaling{peers: make(map[uint64]lanPeer)}
+	now := time.Unix(1000, 0)
+	for i := range 3 * maxLANPeers {
+		s.remember(uint64(i), &net.UDPAddr{}, now.Add(time.Duration(i)*time.Millisecond))
+	}
+	if len(s.peers) != maxLANPeers {
+		t.Errorf("%d peers, want %d", len(s.peers), maxLANPeers)
+	}
+	if _, ok := s.peers[3*maxLANPeers-1]; !ok {
+		t.Error("the newest peer was forgotten")
+	}
+	if _, ok := s.peers[0]; ok {
+		t.Error("the oldest peer was kept")
+	}
+}

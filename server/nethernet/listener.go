@@ -154,6 +154,9 @@ type Stats struct {
 	// Refused counts offers refused before any WebRTC state was made, by
 	// reason.
 	TooLarge, Busy, RateLimited, Malformed uint64
+	// ICEQueueFull counts the STUN and DTLS datagrams a shared socket's
+	// Demux dropped because ICE fell behind.
+	ICEQueueFull uint64
 	// Negotiating is the negotiations in progress now; Open the
 	// connections accepted and not yet closed.
 	Negotiating, Open int
@@ -471,7 +474,7 @@ func (l *Listener) TLS() bool { return l.tls }
 // Stats returns the Listener's counters.
 func (l *Listener) Stats() Stats {
 	s := &l.stats
-	return Stats{
+	st := Stats{
 		Offers: s.offers.Load(), Answered: s.answered.Load(),
 		Accepted: s.accepted.Load(), Failed: s.failed.Load(),
 		TooLarge: s.tooLarge.Load(), Busy: s.busy.Load(),
@@ -479,6 +482,10 @@ func (l *Listener) Stats() Stats {
 		Negotiating: int(s.inFlight.Load() + s.halfOpen.Load()),
 		Open:        int(s.open.Load()),
 	}
+	if d, ok := l.conf.ICEConn.(*Demux); ok {
+		st.ICEQueueFull = d.Dropped()
+	}
+	return st
 }
 
 // Close stops answering offers, ends the negotiations in progress and
