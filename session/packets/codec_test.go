@@ -206,17 +206,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(packet.IDPlayerAuthInput), []byte{})
 	f.Add(uint16(packet.IDLogin), []byte{0, 0, 8, 0x91, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(uint16(packet.IDInventoryTransaction), bytes.Repeat([]byte{0xff}, 32))
+	f.Add(uint16(packet.IDAnimate), []byte{1, 9, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, id uint16, payload []byte) {
 		p := session.Packet{ID: uint32(id) & 0x3ff, Payload: payload}
-		pk, err := Codec{}.Decode(p)
-		switch {
-		case err == nil && pk == nil:
-			t.Fatal("nil packet and nil error")
-		case err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownPacket):
-			t.Fatalf("error %v wraps neither ErrMalformed nor ErrUnknownPacket", err)
-		case err == nil:
-			// Whatever decoded must encode again without a panic.
-			_, _ = Codec{}.Append(nil, pk)
+		// Every protocol, the deltas' readers too.
+		for _, proto := range Protocols() {
+			c := Codec{Protocol: proto}
+			pk, err := c.Decode(p)
+			switch {
+			case err == nil && pk == nil:
+				t.Fatal("nil packet and nil error")
+			case err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownPacket) && !errors.Is(err, ErrUnsupported):
+				t.Fatalf("protocol %d: error %v wraps none of ErrMalformed, ErrUnknownPacket, ErrUnsupported", proto, err)
+			case err == nil:
+				// Whatever decoded must encode again without a panic.
+				_, _ = c.Append(nil, pk)
+			}
 		}
 	})
 }

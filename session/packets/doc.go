@@ -33,9 +33,10 @@
 // wrong layout. Protocols lists them all; it matches session.Protocols.
 //
 // Adding the next protocol is one file, vNNNN.go, with a delta that
-// registers itself, plus its version in session/protocols.go and its cases
-// in golden_test.go: testdata/golden.js makes the golden bytes from npm
-// minecraft-data's protocol.json (go test -run TestGolden -args -update).
+// registers itself, plus its version in session/protocols.go, a step in
+// testdata/golden.js and its cases in golden_test.go: golden.js makes the
+// golden bytes from npm minecraft-data's protocol.json (go test -run
+// TestGolden -args -update).
 //
 // A handler of typed packets:
 //

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/basaltmc/basalt/session"
@@ -20,8 +21,8 @@ import (
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// update rewrites testdata/golden.json: the 2193 bytes from Codec, the 2225
-// bytes from minecraft-data (testdata/golden.js). It needs node and
+// update rewrites testdata/golden.json: the base protocol's bytes from
+// Codec, every later protocol's from minecraft-data (testdata/golden.js). It needs node and
 // integration/js's packages (npm ci --prefix integration/js).
 var update = flag.Bool("update", false, "rewrite testdata/golden.json from minecraft-data")
 
@@ -32,12 +33,11 @@ const goldenFile = "testdata/golden.json"
 // minecraft-data from its lock file.
 var jsModules = filepath.Join("..", "..", "integration", "js", "node_modules")
 
-// goldenCase is one packet at each protocol, header included, in hex; the
-// name is minecraft-data's.
+// goldenCase is one packet at each protocol, header included, in hex by
+// protocol number; the name is minecraft-data's.
 type goldenCase struct {
-	Name  string `json:"name"`
-	V2193 string `json:"2193"`
-	V2225 string `json:"2225,omitempty"`
+	Name  string            `json:"name"`
+	Bytes map[string]string `json:"bytes"`
 }
 
 // goldenPackets are the cases: every packet 2225 changed that Codec
@@ -114,7 +114,8 @@ func withHeader(t *testing.T, p int32, pk packet.Packet) []byte {
 	return b
 }
 
-// fromMinecraftData runs golden.js on cases, filling in their 2225 bytes.
+// fromMinecraftData runs golden.js on cases, filling in the bytes of every
+// protocol after the base.
 func fromMinecraftData(t *testing.T, cases []goldenCase) []goldenCase {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -141,15 +142,47 @@ func fromMinecraftData(t *testing.T, cases []goldenCase) []goldenCase {
 	return got
 }
 
+// baseCases returns the cases with their bytes at BaseProtocol.
+func baseCases(t *testing.T) []goldenCase {
+	var cases []goldenCase
+	for _, c := range goldenPackets() {
+		cases = append(cases, goldenCase{Name: c.name, Bytes: map[string]string{
+			strconv.Itoa(int(BaseProtocol)): hex.EncodeToString(withHeader(t, BaseProtocol, c.pk)),
+		}})
+	}
+	return cases
+}
+
+// checkGolden compares Codec's bytes of every case at every protocol with
+// golden's.
+func checkGolden(t *testing.T, golden []goldenCase, source string) {
+	t.Helper()
+	if len(golden) != len(goldenPackets()) {
+		t.Fatalf("%s has %d cases, want %d: run go test -run TestGolden -args -update", source, len(golden), len(goldenPackets()))
+	}
+	for i, c := range goldenPackets() {
+		g := golden[i]
+		if g.Name != c.name {
+			t.Fatalf("case %d: %s has %s, want %s", i, source, g.Name, c.name)
+		}
+		for _, p := range Protocols() {
+			want, ok := g.Bytes[strconv.Itoa(int(p))]
+			if !ok {
+				t.Errorf("%s at %d: not in %s", c.name, p, source)
+				continue
+			}
+			if got := hex.EncodeToString(withHeader(t, p, c.pk)); got != want {
+				t.Errorf("%s at %d:\n Codec writes %s\n%s has     %s", c.name, p, got, source, want)
+			}
+		}
+	}
+}
+
 // TestGolden checks Codec's bytes at each protocol against the golden
 // bytes made from minecraft-data.
 func TestGolden(t *testing.T) {
-	var cases []goldenCase
-	for _, c := range goldenPackets() {
-		cases = append(cases, goldenCase{Name: c.name, V2193: hex.EncodeToString(withHeader(t, 2193, c.pk))})
-	}
 	if *update {
-		out, _ := json.MarshalIndent(fromMinecraftData(t, cases), "", " ")
+		out, _ := json.MarshalIndent(fromMinecraftData(t, baseCases(t)), "", " ")
 		if err := os.WriteFile(goldenFile, append(out, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -162,39 +195,14 @@ func TestGolden(t *testing.T) {
 	if err := json.Unmarshal(b, &golden); err != nil {
 		t.Fatal(err)
 	}
-	if len(golden) != len(cases) {
-		t.Fatalf("%s has %d cases, want %d: run go test -run TestGolden -update", goldenFile, len(golden), len(cases))
-	}
-	for i, c := range goldenPackets() {
-		g := golden[i]
-		if g.Name != c.name {
-			t.Fatalf("case %d: golden %s, want %s", i, g.Name, c.name)
-		}
-		for _, v := range []struct {
-			protocol int32
-			want     string
-		}{{2193, g.V2193}, {2225, g.V2225}} {
-			if got := hex.EncodeToString(withHeader(t, v.protocol, c.pk)); got != v.want {
-				t.Errorf("%s at %d:\n got %s\nwant %s", c.name, v.protocol, got, v.want)
-			}
-		}
-	}
+	checkGolden(t, golden, goldenFile)
 }
 
-// TestGoldenFromMinecraftData makes the 2225 bytes afresh from
-// minecraft-data and checks Codec against them, so a golden file edited by
-// hand, or a Codec change, cannot slip through.
+// TestGoldenFromMinecraftData makes the bytes afresh from minecraft-data and
+// checks Codec against them, so a golden file edited by hand, or a Codec
+// change, cannot slip through.
 func TestGoldenFromMinecraftData(t *testing.T) {
-	var cases []goldenCase
-	for _, c := range goldenPackets() {
-		cases = append(cases, goldenCase{Name: c.name, V2193: hex.EncodeToString(withHeader(t, 2193, c.pk))})
-	}
-	got := fromMinecraftData(t, cases)
-	for i, c := range goldenPackets() {
-		if want := hex.EncodeToString(withHeader(t, 2225, c.pk)); got[i].V2225 != want {
-			t.Errorf("%s at 2225: minecraft-data writes\n%s\nCodec writes\n%s", c.name, got[i].V2225, want)
-		}
-	}
+	checkGolden(t, fromMinecraftData(t, baseCases(t)), "minecraft-data")
 }
 
 // TestDecode2225 reads the bytes back at 2225: every packet reads back to
