@@ -130,7 +130,7 @@ func (l *Listener) summarise() {
 		}
 		l.log.Warn().Uint64("too_large", d.TooLarge).Uint64("busy", d.Busy).
 			Uint64("rate_limited", d.RateLimited).Uint64("malformed", d.Malformed).
-			Uint64("failed", d.Failed).Dur("over", summaryInterval).
+			Uint64("failed", d.Failed).Stringer("over", summaryInterval).
 			Msg("NetherNet offers refused or failed")
 	}
 }
