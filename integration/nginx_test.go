@@ -179,7 +179,7 @@ func startInstance(t *testing.T, name, dir, public string) *instance {
 	uc.Server.GUIDFile = filepath.Join(dir, "server_guid")
 	uc.Server.Handler = "lobby"
 	uc.Server.ShutdownMessage = "Instance " + name + " is stopping."
-	uc.Server.ShutdownGrace = "1s"
+	uc.Server.ShutdownGrace = "2s"
 	uc.Metrics.Address = "127.0.0.1:0"
 	lb := &logBuffer{}
 	log := zerolog.New(lb).Level(zerolog.DebugLevel).With().Str("instance", name).Logger()
@@ -449,7 +449,7 @@ func TestNginxLoadBalancer(t *testing.T) {
 	case <-time.After(nginxWait):
 		t.Fatal("the stopped instance's Run did not return")
 	}
-	t.Logf("graceful stop: %v (grace 1s)", time.Since(stopAt).Round(time.Millisecond))
+	t.Logf("graceful stop: %v (grace 2s)", time.Since(stopAt).Round(time.Millisecond))
 
 	// New players land on the other instance: nginx takes the stopped
 	// one out when a datagram to it fails.

@@ -51,7 +51,7 @@ func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
 		srv.mu.Lock()
 		players := srv.players
 		srv.mu.Unlock()
-		srv.log.Info().Int("players", players).Dur("grace", max(grace, 0)).
+		srv.log.Info().Int("players", players).Stringer("grace", max(grace, 0)).
 			Msg("draining: not ready, refusing new logins, telling the players")
 		if srv.conf.OnDrain != nil {
 			srv.conf.OnDrain(srv.conf.RestartMessage)
