@@ -2,8 +2,6 @@ module github.com/basaltmc/basalt
 
 go 1.26.0
 
-replace github.com/df-mc/go-nethernet => github.com/df-mc/go-nethernet v1.0.20
-
 require (
 	github.com/coreos/go-oidc/v3 v3.17.0
 	github.com/dchest/siphash v1.2.3
@@ -12,6 +10,7 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/compress v1.20.1
+	github.com/mattn/go-isatty v0.0.20
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/pires/go-proxyproto v0.15.0
 	github.com/prometheus/client_golang v1.25.0
@@ -22,18 +21,18 @@ require (
 	github.com/sandertv/gophertunnel v1.62.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.14 // indirect
-	github.com/df-mc/go-nethernet v1.0.20-0.20260818142457-6fc1eb6f907c // indirect
+	github.com/df-mc/go-nethernet v1.0.20 // indirect
 	github.com/df-mc/go-playfab/v2 v2.0.2 // indirect
 	github.com/df-mc/go-xsapi/v2 v2.0.3 // indirect
 	github.com/df-mc/jsonc v1.0.5 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pion/datachannel v1.6.2 // indirect
 	github.com/pion/dtls/v3 v3.1.4 // indirect

@@ -3,54 +3,98 @@
 //
 // Usage:
 //
-//	go run . [-config config.toml]
+//	basalt [-config FILE] [-version]
 //
-// It writes the default configuration if the file is missing, loads it and
-// serves until SIGINT or SIGTERM (or the console's stop), then tells every
-// player the server is closing and exits. A second signal during shutdown
-// exits at once. SIGHUP rereads the allowlist and ban files. Commands typed
-// on standard input (help lists them) run unless it is /dev/null.
+// It writes the commented default configuration to FILE (config.toml) if
+// the file is missing, loads it and serves until SIGINT or SIGTERM (or the
+// console's stop), then tells every player the server is closing and
+// exits. A second signal during shutdown exits at once. SIGHUP rereads the
+// allowlist and ban files. Commands typed on standard input (help lists
+// them) run unless it is /dev/null.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/basaltmc/basalt/server"
-	"github.com/rs/zerolog"
 )
 
+const usage = `Usage: basalt [-config FILE] [-version]
+
+Basalt is a Minecraft Bedrock server skeleton: it answers LAN discovery and
+server-list pings, logs players in and hands them to a handler (by default
+one that tells them there is no world yet). It reads FILE, first writing
+the commented default configuration there if it is missing, and serves
+until SIGINT (Ctrl-C) or SIGTERM. SIGHUP rereads the allowlist and ban
+files; commands typed on standard input (help lists them) run.
+
+Flags:
+`
+
 func main() {
-	path := flag.String("config", "config.toml", "path of the configuration file (created if missing)")
-	flag.Parse()
-	if err := run(*path); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0) // -h: the flag package printed the usage
+	case errors.Is(err, errFlags):
+		os.Exit(2) // the flag package printed the error and the usage
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(os.Stderr, "basalt: %v\n", err)
+		os.Exit(2)
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "basalt: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(path string) error {
-	uc, err := server.LoadConfig(path)
+// errFlags and errUsage mark a command line that cannot be run; the flag
+// package has already said why for errFlags.
+var errFlags, errUsage = errors.New("bad flags"), errors.New("run basalt -h for usage")
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("basalt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	path := fs.String("config", "config.toml", "configuration `FILE`, written with the defaults if missing")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errFlags
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags go before any other argument, and basalt takes no other (%w)", fs.Arg(0), errUsage)
+	}
+	bi := server.ReadBuildInfo()
+	if *version {
+		_, err := fmt.Fprintln(stdout, "basalt", bi)
+		return err
+	}
+	uc, err := server.LoadConfig(*path)
 	if err != nil {
 		return err
 	}
-	log := newLogger(uc.Log.Format, uc.Log.Level)
-	conf, err := uc.Config(&log)
+	log, logFile, err := uc.Logger()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", *path, err)
+	}
+	defer logFile.Close()
+	log.Info().Stringer("version", bi).Str("config", *path).Msg("starting basalt")
+	conf, err := uc.Config(log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *path, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // restore default handling: a second Ctrl-C kills
-	}()
+	context.AfterFunc(ctx, stop) // restore default handling: a second signal kills
 	srv := conf.New()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -63,16 +107,4 @@ func run(path string) error {
 		go func() { _ = srv.RunConsole(os.Stdin, stop) }() // stop: as Ctrl-C
 	}
 	return srv.Run(ctx)
-}
-
-// newLogger returns the logger the configuration asks for: human-readable
-// lines or JSON on stderr, at the given level (both checked by LoadConfig, so
-// the level parses).
-func newLogger(format, level string) zerolog.Logger {
-	var w io.Writer = os.Stderr
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
-	}
-	lvl, _ := zerolog.ParseLevel(level)
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

@@ -18,7 +18,7 @@ import (
 // The PROXY protocol tests put a forwarder in front of our listener, as a
 // tunnel (playit.gg, frp) or a filter is: clients send to the
 // forwarder, which gives each its own upstream socket and prepends a
-// PROXY v2 header, written by go-proxyproto, naming the client. All of it
+// PROXY header (v2, or v1 as nginx writes it), by go-proxyproto, naming the client. All of it
 // is UDP on the loopback. The listener trusts the forwarder's upstream
 // address only.
 
@@ -41,13 +41,28 @@ const (
 	// firstDatagram: a header on a flow's first datagram only, as frp
 	// does.
 	firstDatagram
+	// everyDatagramV1 and firstDatagramV1 are the same with PROXY v1
+	// text headers, as nginx writes them (on the first datagram).
+	everyDatagramV1
+	firstDatagramV1
 )
 
 func (s headerStyle) String() string {
-	if s == firstDatagram {
-		return "first datagram"
+	return [...]string{"every datagram", "first datagram", "every datagram, v1", "first datagram, v1"}[s]
+}
+
+// header returns the PROXY header a forwarder in style s puts in front
+// of a datagram from client to server.
+func (s headerStyle) header(client, server netip.AddrPort) ([]byte, error) {
+	if s == everyDatagramV1 || s == firstDatagramV1 {
+		return proxyproto.HeaderProxyFromAddrs(1, net.TCPAddrFromAddrPort(client), net.TCPAddrFromAddrPort(server)).Format()
 	}
-	return "every datagram"
+	h := &proxyproto.Header{
+		Version: 2, Command: proxyproto.PROXY, TransportProtocol: proxyproto.UDPv4,
+		SourceAddr:      net.UDPAddrFromAddrPort(client),
+		DestinationAddr: net.UDPAddrFromAddrPort(server),
+	}
+	return h.Format()
 }
 
 // forwarder relays datagrams between clients and a server, each client
@@ -120,16 +135,13 @@ func (f *forwarder) readFront() {
 			return
 		}
 		b := buf[:n]
-		if f.style == everyDatagram || !fl.headed {
-			h := &proxyproto.Header{
-				Version: 2, Command: proxyproto.PROXY, TransportProtocol: proxyproto.UDPv4,
-				SourceAddr:      net.UDPAddrFromAddrPort(fl.claimed),
-				DestinationAddr: net.UDPAddrFromAddrPort(f.server),
-			}
-			if b, err = h.FormatUDPDatagram(b); err != nil {
+		if f.style == everyDatagram || f.style == everyDatagramV1 || !fl.headed {
+			h, err := f.style.header(fl.claimed, f.server)
+			if err != nil {
 				f.t.Errorf("forwarder: format header: %v", err)
 				return
 			}
+			b = append(h, b...)
 			fl.headed = true
 		}
 		_, _ = fl.up.WriteToUDPAddrPort(b, f.server)
@@ -213,10 +225,11 @@ func roundTrip(c net.Conn, msg []byte) error {
 
 // Many clients behind one trusted proxy address are each their own peer,
 // known by the address their header names: RemoteAddr and the per-IP cap
-// see that address, not the proxy's, with either header style. A direct
+// see that address, not the proxy's, with either header style and
+// version. A direct
 // client, not behind the proxy, still connects.
 func TestProxyProtocolClients(t *testing.T) {
-	for _, style := range []headerStyle{everyDatagram, firstDatagram} {
+	for _, style := range []headerStyle{everyDatagram, firstDatagram, everyDatagramV1, firstDatagramV1} {
 		t.Run(style.String(), func(t *testing.T) {
 			checkGoroutines(t)
 			l := proxyListen(t, raknet.ListenConfig{MaxConnectionsPerIP: 2})
@@ -309,9 +322,10 @@ func TestProxyProtocolUntrustedProxy(t *testing.T) {
 
 // go-raknet's dialer, the oracle, completes its handshake through the
 // proxy and exchanges messages, split ones included, with either header
-// style; its MTU discovery copes with the header's bytes.
+// style and version; its first MTU probe (1492 bytes) with a header in
+// front is read.
 func TestProxyProtocolGoRakNet(t *testing.T) {
-	for _, style := range []headerStyle{everyDatagram, firstDatagram} {
+	for _, style := range []headerStyle{everyDatagram, firstDatagram, everyDatagramV1, firstDatagramV1} {
 		t.Run(style.String(), func(t *testing.T) {
 			checkGoroutines(t)
 			l := proxyListen(t, raknet.ListenConfig{})

@@ -83,6 +83,11 @@ type endpoint struct {
 	once  sync.Once
 
 	writeErrs atomic.Uint32 // write errors seen, to log only the first few
+	// maxIn is the largest datagram handed on: maxDatagramIn, or
+	// maxReadIn for a listener that takes PROXY headers, whose gate holds
+	// sources other than its trusted proxies to maxDatagramIn. Set before
+	// the readers start.
+	maxIn int
 	// closing stops the readers from collecting writes into their
 	// batches: set by stopBatching, before the last datagrams leave.
 	closing atomic.Bool
@@ -140,7 +145,7 @@ func newEndpoint(pc net.PacketConn) *endpoint { return newEndpointSize(dialBatch
 // buffers so bursts from many peers do not overflow them (failing to is
 // harmless).
 func newEndpointSize(batch int, pcs ...net.PacketConn) *endpoint {
-	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{}), n: new(counters)}
+	e := &endpoint{local: pcs[0].LocalAddr(), done: make(chan struct{}), n: new(counters), maxIn: maxDatagramIn}
 	for _, pc := range pcs {
 		s := &socket{pc: pc}
 		if udp, ok := pc.(*net.UDPConn); ok {
@@ -205,7 +210,7 @@ func (s *socket) read(buf []byte) (int, netip.AddrPort, error) {
 type handler func(b []byte, from netip.AddrPort, now time.Time)
 
 // readLoop reads datagrams from every socket, one reader each, and hands
-// each non-empty one of at most maxDatagramIn bytes to handle, until the
+// each non-empty one of at most maxIn bytes to handle, until the
 // sockets are closed. With several sockets handle runs on each reader at
 // once; see readEach for a handler per reader.
 func (e *endpoint) readLoop(handle handler) {
@@ -235,7 +240,7 @@ func (e *endpoint) readSocket(s *socket, handle handler) {
 	}
 	// One byte more than the largest datagram taken: a datagram that
 	// fills the buffer was larger (the kernel truncates it).
-	buf := make([]byte, maxDatagramIn+1)
+	buf := make([]byte, maxReadIn+1)
 	for {
 		n, from, err := s.read(buf)
 		if err != nil {
@@ -249,7 +254,7 @@ func (e *endpoint) readSocket(s *socket, handle handler) {
 		if n == 0 {
 			continue
 		}
-		if n > maxDatagramIn {
+		if n > e.maxIn {
 			e.n.oversize.Add(1)
 			continue
 		}
@@ -280,7 +285,7 @@ func (e *endpoint) readBatches(s *socket, handle handler) {
 			if len(b) == 0 {
 				continue
 			}
-			if truncated || len(b) > maxDatagramIn {
+			if truncated || len(b) > e.maxIn {
 				e.n.oversize.Add(1)
 				continue
 			}

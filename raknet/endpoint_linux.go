@@ -75,7 +75,7 @@ type writeQueue struct {
 
 // readSlot is the size of a received datagram's buffer: one byte more than
 // the largest taken, so a datagram that fills it was larger.
-const readSlot = maxDatagramIn + 1
+const readSlot = maxReadIn + 1
 
 // newBatchIO returns batched I/O for udp of size datagrams per call, or
 // nil if its socket is not one recvmmsg can serve (a family other than

@@ -198,13 +198,17 @@ type ListenConfig struct {
 	//     is dropped (ProxyLocal); one
 	//     that does not parse, names other than a UDP client, or carries
 	//     nothing after it counts as Dropped.
-	// A header's bytes come on top of the client's datagram; MTU
-	// discovery, whose probes carry them too, settles on an MTU at which
-	// both fit. Without ProxyProtocol a header is no RakNet datagram and
+	// A header's bytes come on top of the client's datagram: a trusted
+	// proxy's datagrams may be up to 256 bytes over the 1492-byte limit
+	// everyone else is held to, so a full-size MTU probe with its header
+	// is read; what follows the header is held to 1492 bytes. Larger
+	// datagrams count in Oversize. Without ProxyProtocol a header is no RakNet datagram and
 	// is dropped, and the listener costs what it did before.
 	ProxyProtocol bool
 	// TrustedProxies are the networks whose datagrams may carry PROXY
-	// headers when ProxyProtocol is set; ignored otherwise. Anyone able
+	// headers when ProxyProtocol is set. With or without it, a per-IP
+	// refusal of one of their own addresses (a balancer whose players
+	// share its address) is explained in the log, once per 10 s. Anyone able
 	// to send from a trusted address can claim any client address, so
 	// list only the proxies' own addresses.
 	TrustedProxies []netip.Prefix
@@ -246,7 +250,7 @@ type ListenerStats struct {
 	PerIPLimited     uint64 // handshakes refused for their IP's connections or rate
 	Amplification    uint64 // datagrams a handshake was not allowed to send (3× rule)
 	BudgetRefusals   uint64 // frames refused, or connections closed, for the shared memory budget
-	Oversize         uint64 // datagrams over the largest MTU
+	Oversize         uint64 // datagrams over the largest MTU (1492 bytes; from a trusted PROXY source 1748, header included)
 	QueryAnswered    uint64 // replies ListenConfig.Query sent
 	Connections      int    // open now, handshakes included
 	Handshaking      int    // in their handshake now
@@ -313,6 +317,9 @@ type Listener struct {
 	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
 	// which each reader makes its gate; nil without it.
 	proxy *proxyGate
+	// proxyLimits explains per-IP refusals of a trusted proxy's own
+	// address; nil without TrustedProxies.
+	proxyLimits *proxyLimitLog
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -406,6 +413,10 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
+	l.proxyLimits = newProxyLimitLog(lc.TrustedProxies)
+	if gate != nil {
+		l.ep.maxIn = maxReadIn // room for headers; see reader.unproxy
+	}
 	l.connCfg.handshakeTimeout = orDefault(lc.HandshakeTimeout, DefaultHandshakeTimeout)
 	if l.cfg.MaxHandshakes <= 0 {
 		l.cfg.MaxHandshakes = DefaultMaxHandshakes
@@ -489,7 +500,7 @@ func (l *Listener) Close() error {
 		// goodbye.
 		l.ep.close()
 		l.wg.Wait()
-		l.log.Info().Dur("uptime", time.Since(l.started)).Msg("listener closed")
+		l.log.Info().Stringer("uptime", time.Since(l.started).Round(time.Millisecond)).Msg("listener closed")
 	})
 	return nil
 }
@@ -549,6 +560,7 @@ func (p *peer) established(c *Conn) {
 	case l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] > l.cfg.MaxConnectionsPerIP:
 		l.n.refused.Add(1)
 		l.n.perIPLimited.Add(1)
+		l.perIPRefused(ip, time.Now())
 	default:
 		select {
 		case l.accept <- c:

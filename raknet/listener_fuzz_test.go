@@ -20,6 +20,10 @@ type sinkConn struct {
 
 func newSinkConn() *sinkConn { return &sinkConn{closed: make(chan struct{})} }
 
+// sinkListen is a ListenConfig.ListenPacket for tests that drive
+// Listener.handle themselves: a new sinkConn, no socket.
+func sinkListen(string, string) (net.PacketConn, error) { return newSinkConn(), nil }
+
 func (s *sinkConn) ReadFrom([]byte) (int, net.Addr, error) {
 	<-s.closed
 	return 0, nil, net.ErrClosed

@@ -193,6 +193,9 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	default:
 		l.mu.Unlock()
 		d.count(l.n, &st)
+		if d.action == r2PerIPFull || d.action == r2RateLimited {
+			l.perIPRefused(k.Addr(), now)
+		}
 		return nil
 	}
 	// The connection exists before the reply leaves, so the client's next

@@ -67,91 +67,97 @@ func (q *queryRecorder) calls() int {
 var queryReq = []byte{0xfe, 0xfd, 0x09, 0x00, 0x00, 0x00, 0x01}
 
 func TestQueryHook(t *testing.T) {
-	var q queryRecorder
-	l := listenTest(t, ListenConfig{Query: q.answer})
-	r := newRawClient(t, l.Addr())
-	r.send(queryReq)
-	got := r.read(time.Second)
-	if want := append([]byte("re:"), queryReq...); !bytes.Equal(got, want) {
-		t.Fatalf("reply: got % x, want % x", got, want)
-	}
-	if st := l.Stats(); st.QueryAnswered != 1 || st.Dropped != 0 {
-		t.Errorf("stats: got %d answered, %d dropped, want 1, 0", st.QueryAnswered, st.Dropped)
-	}
-	if q.from[0] != key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort()) {
-		t.Errorf("from: got %v, want %v", q.from[0], r.pc.LocalAddr())
-	}
-	// A refused request gets no reply and is counted as dropped.
-	q.mu.Lock()
-	q.err = errors.New("bad token")
-	q.mu.Unlock()
-	r.send(queryReq)
-	waitUntil(t, "the refusal counted", func() bool { return l.Stats().Dropped == 1 })
-	if b := r.read(50 * time.Millisecond); b != nil {
-		t.Errorf("refused request answered with % x", b)
-	}
-	// Pings still work, and a datagram that begins fe but not fe fd is not
-	// a query.
-	r.send([]byte{0xfe, 0xfe, 0x09, 0, 0, 0, 1})
-	ping := wire.UnconnectedPing{Time: 1, ClientGUID: -1}
-	r.send(ping.Append(nil))
-	r.expect(wire.IDUnconnectedPong, time.Second)
-	if n := q.calls(); n != 2 {
-		t.Errorf("Query called %d times, want 2", n)
-	}
+	inSim(t, func(t *testing.T, s *simNet) {
+		var q queryRecorder
+		l := s.listen(ListenConfig{Query: q.answer})
+		r := s.raw(l.Addr())
+		r.send(queryReq)
+		got := r.read(time.Second)
+		if want := append([]byte("re:"), queryReq...); !bytes.Equal(got, want) {
+			t.Fatalf("reply: got % x, want % x", got, want)
+		}
+		if st := l.Stats(); st.QueryAnswered != 1 || st.Dropped != 0 {
+			t.Errorf("stats: got %d answered, %d dropped, want 1, 0", st.QueryAnswered, st.Dropped)
+		}
+		if q.from[0] != key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort()) {
+			t.Errorf("from: got %v, want %v", q.from[0], r.pc.LocalAddr())
+		}
+		// A refused request gets no reply and is counted as dropped.
+		q.mu.Lock()
+		q.err = errors.New("bad token")
+		q.mu.Unlock()
+		r.send(queryReq)
+		waitUntil(t, "the refusal counted", func() bool { return l.Stats().Dropped == 1 })
+		if b := r.read(50 * time.Millisecond); b != nil {
+			t.Errorf("refused request answered with % x", b)
+		}
+		// Pings still work, and a datagram that begins fe but not fe fd is not
+		// a query.
+		r.send([]byte{0xfe, 0xfe, 0x09, 0, 0, 0, 1})
+		ping := wire.UnconnectedPing{Time: 1, ClientGUID: -1}
+		r.send(ping.Append(nil))
+		r.expect(wire.IDUnconnectedPong, time.Second)
+		if n := q.calls(); n != 2 {
+			t.Errorf("Query called %d times, want 2", n)
+		}
+	})
 }
 
 // Without a Query hook, fe fd datagrams are dropped unanswered.
 func TestQueryWithoutHook(t *testing.T) {
-	l := listenTest(t, ListenConfig{})
-	r := newRawClient(t, l.Addr())
-	r.send(queryReq)
-	waitUntil(t, "the datagram dropped", func() bool { return l.Stats().Dropped == 1 })
-	if b := r.read(50 * time.Millisecond); b != nil {
-		t.Errorf("got % x, want no reply", b)
-	}
+	inSim(t, func(t *testing.T, s *simNet) {
+		l := s.listen(ListenConfig{})
+		r := s.raw(l.Addr())
+		r.send(queryReq)
+		waitUntil(t, "the datagram dropped", func() bool { return l.Stats().Dropped == 1 })
+		if b := r.read(50 * time.Millisecond); b != nil {
+			t.Errorf("got % x, want no reply", b)
+		}
+	})
 }
 
 // A query from the address of a connection goes to the hook, never to the
 // connection.
 func TestQueryFromConnection(t *testing.T) {
-	for _, hook := range []bool{true, false} {
-		var q queryRecorder
-		lc := ListenConfig{}
-		if hook {
-			lc.Query = q.answer
-		}
-		l := listenTest(t, lc)
-		r := newRawClient(t, l.Addr())
-		r.open(1400, -1)
-		l.mu.RLock()
-		p := l.conns[key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort())]
-		l.mu.RUnlock()
-		if p == nil {
-			t.Fatal("no connection after the handshake")
-		}
-		c := p.c
-		before := c.Stats().DatagramsReceived
-		r.send(queryReq)
-		if hook {
-			r.read(time.Second)
-			if got := c.Stats().DatagramsReceived; got != before {
-				t.Errorf("with a hook: the connection received %d datagrams, want %d", got, before)
+	inSim(t, func(t *testing.T, s *simNet) {
+		for _, hook := range []bool{true, false} {
+			var q queryRecorder
+			lc := ListenConfig{}
+			if hook {
+				lc.Query = q.answer
 			}
-			if q.calls() != 1 {
-				t.Errorf("with a hook: Query called %d times, want 1", q.calls())
+			l := s.listen(lc)
+			r := s.raw(l.Addr())
+			r.open(1400, -1)
+			l.mu.RLock()
+			p := l.conns[key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort())]
+			l.mu.RUnlock()
+			if p == nil {
+				t.Fatal("no connection after the handshake")
 			}
-			continue
+			c := p.c
+			before := c.Stats().DatagramsReceived
+			r.send(queryReq)
+			if hook {
+				r.read(time.Second)
+				if got := c.Stats().DatagramsReceived; got != before {
+					t.Errorf("with a hook: the connection received %d datagrams, want %d", got, before)
+				}
+				if q.calls() != 1 {
+					t.Errorf("with a hook: Query called %d times, want 1", q.calls())
+				}
+				continue
+			}
+			// Without one, the connection gets it and its layer refuses it.
+			waitUntil(t, "the connection to see the datagram", func() bool { return c.Stats().DatagramsReceived > before })
 		}
-		// Without one, the connection gets it and its layer refuses it.
-		waitUntil(t, "the connection to see the datagram", func() bool { return c.Stats().DatagramsReceived > before })
-	}
+	})
 }
 
 // Queries pay the per-prefix offline rate and the offline reply bytes.
 func TestQueryLimits(t *testing.T) {
 	var q queryRecorder
-	l := listenTest(t, ListenConfig{Query: q.answer, OfflineRate: 1})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: q.answer, OfflineRate: 1})
 	from := netip.MustParseAddrPort("127.0.7.1:4000")
 	now := time.Now()
 	for range 10 {
@@ -169,7 +175,7 @@ func TestQueryLimits(t *testing.T) {
 	big := func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error) {
 		return append(dst, bytes.Repeat([]byte{'x'}, 2000)...), nil
 	}
-	l = listenTest(t, ListenConfig{Query: big, OfflineRate: -1, OfflineBytes: 4000})
+	l = listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: big, OfflineRate: -1, OfflineBytes: 4000})
 	for range 10 {
 		l.handle(queryReq, from, now)
 	}
@@ -253,41 +259,45 @@ func TestCookieSecret(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			la := listenTest(t, ListenConfig{CookieSecret: tc.a})
-			lb := listenTest(t, ListenConfig{CookieSecret: tc.b})
-			r := newRawClient(t, la.Addr())
-			r.send(r.request1(11, 1400))
-			var m wire.OpenConnectionReply1
-			if _, err := m.Decode(r.expect(wire.IDOpenConnectionReply1, time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			if !m.Security {
-				t.Fatal("Reply1 carries no cookie")
-			}
-			r.cookie, r.hasCookie = m.Cookie, true
-			// Request2 reaches the other listener, as through a load
-			// balancer that sent Request1 elsewhere.
-			r.server = key(lb.Addr().(*net.UDPAddr).AddrPort())
-			r.send(r.request2(1400, -1))
-			if tc.accept {
-				r.expect(wire.IDOpenConnectionReply2, time.Second)
-				return
-			}
-			waitUntil(t, "the cookie refused", func() bool { return lb.Stats().CookieFailures == 1 })
-			if st := lb.Stats(); st.Handshakes != 0 {
-				t.Errorf("got %d handshakes, want 0", st.Handshakes)
-			}
+			inSim(t, func(t *testing.T, s *simNet) {
+				la := s.listen(ListenConfig{CookieSecret: tc.a})
+				lb := s.listen(ListenConfig{CookieSecret: tc.b})
+				r := s.raw(la.Addr())
+				r.send(r.request1(11, 1400))
+				var m wire.OpenConnectionReply1
+				if _, err := m.Decode(r.expect(wire.IDOpenConnectionReply1, time.Second)); err != nil {
+					t.Fatal(err)
+				}
+				if !m.Security {
+					t.Fatal("Reply1 carries no cookie")
+				}
+				r.cookie, r.hasCookie = m.Cookie, true
+				// Request2 reaches the other listener, as through a load
+				// balancer that sent Request1 elsewhere.
+				r.server = key(lb.Addr().(*net.UDPAddr).AddrPort())
+				r.send(r.request2(1400, -1))
+				if tc.accept {
+					r.expect(wire.IDOpenConnectionReply2, time.Second)
+					return
+				}
+				waitUntil(t, "the cookie refused", func() bool { return lb.Stats().CookieFailures == 1 })
+				if st := lb.Stats(); st.Handshakes != 0 {
+					t.Errorf("got %d handshakes, want 0", st.Handshakes)
+				}
+			})
 		})
 	}
 }
 
 func TestCookieSecretTooShort(t *testing.T) {
-	_, err := ListenConfig{CookieSecret: []byte("short")}.Listen("127.0.0.1:0")
-	if !errors.Is(err, errShortCookieSecret) {
-		t.Errorf("got %v, want an error for a short secret", err)
-	}
-	l := listenTest(t, ListenConfig{CookieSecret: bytes.Repeat([]byte{1}, MinCookieSecret)})
-	if l == nil {
-		t.Error("a secret of MinCookieSecret bytes refused")
-	}
+	inSim(t, func(t *testing.T, s *simNet) {
+		_, err := ListenConfig{CookieSecret: []byte("short"), ListenPacket: s.n.ListenPacket}.Listen("127.0.0.1:0")
+		if !errors.Is(err, errShortCookieSecret) {
+			t.Errorf("got %v, want an error for a short secret", err)
+		}
+		l := s.listen(ListenConfig{CookieSecret: bytes.Repeat([]byte{1}, MinCookieSecret)})
+		if l == nil {
+			t.Error("a secret of MinCookieSecret bytes refused")
+		}
+	})
 }

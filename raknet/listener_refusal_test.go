@@ -122,7 +122,7 @@ func BenchmarkPong(b *testing.B) {
 func TestRefusalsLoggedInSummary(t *testing.T) {
 	var buf bytes.Buffer
 	log := zerolog.New(&syncWriter{w: &buf}).Level(zerolog.DebugLevel)
-	l := listenTest(t, ListenConfig{Log: &log})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, Log: &log})
 	forged := wire.OpenConnectionRequest2{HasCookie: true, Cookie: 1, ServerAddr: netip.MustParseAddrPort("127.0.0.1:19132"), MTU: 1400, ClientGUID: -1}
 	b := forged.Append(nil)
 	now := time.Now()

@@ -367,7 +367,18 @@ func (g *proxyGate) unwrap(b []byte, src netip.AddrPort, now time.Time) ([]byte,
 // nil slice for one dropped.
 func (r *reader) unproxy(b []byte, src netip.AddrPort, now time.Time) ([]byte, netip.AddrPort) {
 	l := r.l
+	// Only a trusted proxy's datagram may use the read room (see
+	// proxyReadRoom), and only for a header: what it carries is held
+	// to maxDatagramIn like any other datagram.
+	if len(b) > maxDatagramIn && !r.proxy.isTrusted(src.Addr()) {
+		l.n.oversize.Add(1)
+		return nil, netip.AddrPort{}
+	}
 	b, from, v := r.proxy.unwrap(b, src, now)
+	if len(b) > maxDatagramIn {
+		l.n.oversize.Add(1)
+		return nil, netip.AddrPort{}
+	}
 	switch v {
 	case proxyUntrusted:
 		l.n.proxyUntrusted.Add(1)

@@ -436,7 +436,7 @@ func TestListenProxyProtocolConfig(t *testing.T) {
 	}
 	// Without ProxyProtocol, TrustedProxies is ignored and a header is no
 	// RakNet datagram.
-	l := listenTest(t, ListenConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	ping := (&wire.UnconnectedPing{Time: 1, ClientGUID: -1}).Append(nil)
 	l.handle(proxied(t, netip.MustParseAddrPort("127.0.9.1:4000"), ping), ap(1), time.Now())
 	if st := l.Stats(); st.Dropped != 1 || st.Pings != 0 || st.ProxyUntrusted != 0 {

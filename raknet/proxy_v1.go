@@ -25,6 +25,18 @@ const (
 	maxProxyV1Len = 107
 	// proxyV1Prefix is how every v1 header starts.
 	proxyV1Prefix = "PROXY "
+	// proxyReadRoom is how far a datagram from a trusted proxy may go
+	// over maxDatagramIn, for the header in front of a full-size client
+	// datagram (a 1464-byte MTU probe is a client's first): the longest
+	// v1 header (107 bytes), or a v2 header for IPv6 (52 bytes) with
+	// nginx's CRC32C TLV (7) and a unique ID TLV of up to 128 bytes
+	// (131), 190 in all. What follows the header is still held to
+	// maxDatagramIn.
+	proxyReadRoom = 256
+	// maxReadIn is the largest datagram any endpoint reads: maxDatagramIn
+	// and room for a PROXY header in front, taken only from trusted
+	// proxies (see endpoint.maxIn and reader.unproxy).
+	maxReadIn = maxDatagramIn + proxyReadRoom
 )
 
 // Errors of parseProxyV1Header, values so that refusing allocates nothing.

@@ -42,10 +42,16 @@ func inSim(t *testing.T, f func(t *testing.T, s *simNet)) {
 // test ends. A nil lc.ListenPacket becomes the network's.
 func (s *simNet) listen(lc ListenConfig) *Listener {
 	s.t.Helper()
+	return s.listenAt(lc, "127.0.0.1:0")
+}
+
+// listenAt is listen on address.
+func (s *simNet) listenAt(lc ListenConfig, address string) *Listener {
+	s.t.Helper()
 	if lc.ListenPacket == nil {
 		lc.ListenPacket = s.n.ListenPacket
 	}
-	l, err := lc.Listen("127.0.0.1:0")
+	l, err := lc.Listen(address)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/session"
-	"github.com/rs/zerolog"
 )
 
 // Disconnect messages of players the allowlist or a ban keeps out.
@@ -132,19 +131,15 @@ func (b Ban) validate() error {
 // access is a server's allowlist and ban list. Its methods are safe for
 // concurrent use.
 type access struct {
-	log zerolog.Logger
-
 	// enabled is whether the allowlist is enforced; atomic, so Query's
 	// reader never waits for mu.
 	enabled atomic.Bool
-	online  bool // identities are verified
 
-	mu       sync.Mutex
-	allow    []AllowlistEntry
-	bans     []Ban
-	allowF   accessFile
-	bansF    accessFile
-	onChange func() // called, without mu, after the lists changed
+	mu     sync.Mutex
+	allow  []AllowlistEntry
+	bans   []Ban
+	allowF accessFile
+	bansF  accessFile
 }
 
 // admit returns nil if the player id, connecting from ip, may join, and

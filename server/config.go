@@ -72,7 +72,7 @@ type UserConfig struct {
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
 		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
-		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client."`
+		TrustedProxies   []string `toml:"trusted_proxies" comment:"The proxies allowed to send PROXY headers, as CIDR prefixes (\"203.0.113.0/24\", \"2001:db8::/32\") or single IPs; proxy_protocol needs at least one. A header from any other address is refused. Only the proxies should be able to send from these addresses: whoever can may claim to be any client. Without proxy_protocol, a per-IP refusal of one of these addresses (a balancer whose players share it) is explained in the log."`
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
 		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
@@ -88,9 +88,10 @@ type UserConfig struct {
 		AcceptedProtocols []int  `toml:"accepted_protocols" comment:"Network protocols a joining client may speak: any of those this build knows (2193 = 1.26.50-1.26.52, 2225 = 1.26.60-1.26.66)."`
 		DisconnectMessage string `toml:"disconnect_message" comment:"Message a player sees when the server disconnects them (handler = \"gate\"). {player} is replaced by the player's name; no other {…} placeholder is recognised."`
 		ShutdownMessage   string `toml:"shutdown_message" comment:"Message every player sees when the server shuts down (Ctrl-C, SIGTERM)."`
+		ShutdownGrace     string `toml:"shutdown_grace" comment:"On Ctrl-C or SIGTERM, how long to drain before closing, as a Go duration (at most 5m): /readyz on the metrics address answers 503 so that balancers and orchestrators send new players elsewhere, players logging in are told the server is restarting, and the players in are told too and keep playing until it ends. \"0s\" closes at once. A second signal ends it."`
 		Handler           string `toml:"handler" comment:"What a player meets once logged in: \"gate\" disconnects them with disconnect_message; \"lobby\" lets them into an empty world where they float as spectators, see who joins and leaves, chat, and use /list and /leave."`
 		Greeting          string `toml:"greeting" comment:"Chat message a player gets on entering the lobby (handler = \"lobby\"). {player} is replaced by the player's name."`
-		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. A relative path is relative to this file's directory."`
+		GUIDFile          string `toml:"guid_file" comment:"File that keeps the server GUID stable across restarts, so clients do not list the server twice. Empty means this file's name with .guid for its extension (config.toml keeps its GUID in config.guid), so that configurations side by side in one directory have GUIDs of their own. A relative path is relative to this file's directory. Servers behind one load balancer share one GUID: give them the same file's contents."`
 		LoginTimeout      string `toml:"login_timeout" comment:"How long a client has, once connected, to log in before it is disconnected with \"Login timed out.\", as a Go duration. More than 0 and at most 1m."`
 		OnlineMode        bool   `toml:"online_mode" comment:"Verify every player's Xbox Live sign-in with the Minecraft authentication service, as BDS's online-mode does: a player who is not signed in is told \"You must be signed in to Xbox Live to join.\" The keys are fetched in the background; until they are, players are told the server cannot verify sign-ins right now. false trusts whatever name and XUID a client claims: only for bots, tests, and proxies that verify players themselves."`
 		AuthDiscoveryURL  string `toml:"auth_discovery_url" comment:"Discovery document of the Minecraft services, which names the issuer of the tokens online mode verifies."`
@@ -100,14 +101,17 @@ type UserConfig struct {
 		BansFile          string `toml:"bans_file" comment:"The ban list: a JSON array of {\"xuid\", \"name\" or \"ip\" (an address or CIDR prefix), \"reason\", \"expires\" (RFC 3339)}, created empty if missing and reloaded as allowlist_file is. A banned player online is disconnected with the reason."`
 	} `toml:"server"`
 	Log struct {
-		Level  string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
-		Format string `toml:"format" comment:"\"console\" for human-readable lines, \"json\" for one JSON object per line."`
+		Level       string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
+		Format      string `toml:"format" comment:"\"console\" for human-readable lines (coloured only on a terminal), \"json\" for one JSON object per line."`
+		File        string `toml:"file" comment:"File the log is written to instead of standard error, rotated by size. Empty means standard error, for a terminal or a process manager such as systemd. A relative path is relative to this file's directory."`
+		FileMaxMiB  int    `toml:"file_max_mib" comment:"Size in MiB at which log.file is rotated: renamed with the time in its name and started afresh (1-10240)."`
+		FileBackups int    `toml:"file_backups" comment:"Rotated log files kept beside log.file; older ones are deleted. 0 keeps them all."`
 	} `toml:"log"`
 	RakNet struct {
 		MaxMTU              int    `toml:"max_mtu" comment:"Largest RakNet datagram in bytes, offered during MTU discovery (576-1492)."`
 		MaxConnections      int    `toml:"max_connections" comment:"Most RakNet connections at once on each listener. 0 means max_players plus 10% (at least 4 more), so that a client over the limit still sees the \"server full\" message."`
 		Timeout             string `toml:"timeout" comment:"Drop a connection after hearing nothing from the peer for this long, as a Go duration: \"10s\", \"1m30s\". More than 0 and at most 5m."`
-		ProtocolVersions    []int  `toml:"protocol_versions" comment:"RakNet protocol versions accepted in OpenConnectionRequest1 (1-255)."`
+		ProtocolVersions    []int  `toml:"protocol_versions" comment:"RakNet protocol versions accepted in OpenConnectionRequest1: 11 (Minecraft since 1.19.30) and 10 (older versions, PrismarineJS clients). Only these two can be listed; leave one out to refuse its clients."`
 		MaxConnectionsPerIP int    `toml:"max_connections_per_ip" comment:"Most established connections at once from one IP address on each listener. Generous, because households and LAN parties share one address. 0 means no limit."`
 		MemoryBudget        int    `toml:"memory_budget" comment:"Bytes that all peers of a listener together may make it hold at once: messages being reassembled, waiting for their turn or for the server to read them. 134217728 is 128 MiB; at least 4 MiB, at most 64 GiB."`
 	} `toml:"raknet"`
@@ -117,9 +121,15 @@ type UserConfig struct {
 	} `toml:"metrics"`
 
 	// dir is the directory of the file the config was loaded from, against
-	// which a relative GUIDFile is resolved. Empty means the working
+	// which relative paths are resolved. Empty means the working
 	// directory.
 	dir string
+	// name is that file's name without its extension, which an empty
+	// guid_file is named after; empty means "config".
+	name string
+	// lines is the line that set each key in that file, by dotted name,
+	// for errors to point at; nil when not loaded from a file.
+	lines map[string]int
 }
 
 // BuiltinHandler names a handler the server has built in: the value of
@@ -138,20 +148,26 @@ const (
 // newLobby makes the lobby of HandlerLobby and returns its NewHandler and
 // the OnShutdown that closes it before the sessions are disconnected, after
 // calling c.OnShutdown if set: the lobby then disconnects its players with
-// the shutdown message and announces no departures.
-func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string)) {
+// the shutdown message and announces no departures; and the OnDrain that
+// says the restart message in the lobby's chat, after c.OnDrain if set.
+func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string), func(string)) {
 	lby := lobby.New(lobby.Config{
 		Greeting:  c.Greeting,
 		WorldName: c.LevelName,
 		Log:       c.Log,
 	})
-	next := c.OnShutdown
+	next, nextDrain := c.OnShutdown, c.OnDrain
 	return lby.NewHandler, func(msg string) {
-		if next != nil {
-			next(msg)
+			if next != nil {
+				next(msg)
+			}
+			lby.Shutdown(msg)
+		}, func(msg string) {
+			if nextDrain != nil {
+				nextDrain(msg)
+			}
+			lby.Announce(msg)
 		}
-		lby.Shutdown(msg)
-	}
 }
 
 // DefaultUserConfig returns the configuration config.toml holds when first
@@ -179,9 +195,10 @@ func DefaultUserConfig() UserConfig {
 	}
 	uc.Server.DisconnectMessage = session.DefaultGateMessage
 	uc.Server.ShutdownMessage = DefaultShutdownMessage
+	uc.Server.ShutdownGrace = "0s"
 	uc.Server.Handler = string(HandlerGate)
 	uc.Server.Greeting = lobby.DefaultGreeting
-	uc.Server.GUIDFile = "server_guid"
+	uc.Server.GUIDFile = ""
 	uc.Server.LoginTimeout = session.DefaultLoginTimeout.String()
 	uc.Server.OnlineMode = true
 	uc.Server.AuthDiscoveryURL = auth.DefaultDiscoveryURL
@@ -190,6 +207,9 @@ func DefaultUserConfig() UserConfig {
 	uc.Server.BansFile = "bans.json"
 	uc.Log.Level = "info"
 	uc.Log.Format = "console"
+	uc.Log.File = ""
+	uc.Log.FileMaxMiB = 100
+	uc.Log.FileBackups = 5
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
 	uc.RakNet.MaxConnections = 0
 	uc.RakNet.Timeout = raknet.DefaultTimeout.String()
@@ -397,6 +417,18 @@ type Config struct {
 	// handler's shared state (the lobby, say) can close first, so its
 	// players are not told one by one that the others left.
 	OnShutdown func(message string)
+	// ShutdownGrace is how long Run, once its context ends, drains
+	// before it closes (see Server.Drain): not ready, refusing new
+	// logins with RestartMessage, the players in told. 0 (the zero value)
+	// closes at once; at most 5 minutes.
+	ShutdownGrace time.Duration
+	// RestartMessage is what players are told when the server starts
+	// draining, and what refuses those who log in after; empty means
+	// DefaultRestartMessage.
+	RestartMessage string
+	// OnDrain, if set, is called once when Drain begins, with
+	// RestartMessage, to tell the players in (the lobby says it in chat).
+	OnDrain func(message string)
 	// GUIDFile is the resolved path of the GUID file.
 	GUIDFile string
 	// GUID is the stable, non-negative server GUID read from (or first
@@ -464,9 +496,11 @@ type Config struct {
 func LoadConfig(path string) (UserConfig, error) {
 	uc := DefaultUserConfig()
 	uc.dir = filepath.Dir(path)
+	uc.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := writeNew(path, DefaultConfigFile(), 0o644); err == nil {
+			uc.lines = keyLines(DefaultConfigFile())
 			return uc, nil
 		} else if !errors.Is(err, fs.ErrExist) {
 			return UserConfig{}, fmt.Errorf("write default config: %w", err)
@@ -480,6 +514,7 @@ func LoadConfig(path string) (UserConfig, error) {
 	if err := decodeStrict(data, &uc); err != nil {
 		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
 	}
+	uc.lines = keyLines(data)
 	if err := uc.Validate(); err != nil {
 		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
 	}
@@ -517,6 +552,9 @@ func decodeStrict(data []byte, v any) error {
 			if j := strings.LastIndex(msg, " of type "); j > i {
 				msg = msg[:i] + " into " + msg[j+len(" of type "):]
 			}
+		}
+		if strings.HasPrefix(msg, "cannot decode TOML string into int") {
+			msg += "; write the number without quotes"
 		}
 		if key := de.Key(); len(key) > 0 {
 			return fmt.Errorf("line %d: key %s: %s", line, strings.Join(key, "."), msg)
@@ -606,6 +644,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	// Checked by Validate.
 	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
 	c.LoginTimeout, _ = time.ParseDuration(uc.Server.LoginTimeout)
+	c.ShutdownGrace, _ = time.ParseDuration(uc.Server.ShutdownGrace)
 	c.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms
@@ -613,9 +652,10 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
 	}
-	if !filepath.IsAbs(c.GUIDFile) {
-		c.GUIDFile = filepath.Join(uc.dir, c.GUIDFile)
+	if c.GUIDFile == "" {
+		c.GUIDFile = cmp(uc.name, "config") + ".guid"
 	}
+	c.GUIDFile = uc.resolve(c.GUIDFile)
 	c.AuthenticationDisabled = !uc.Server.OnlineMode
 	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
 	if c.Auth.Issuer == "" {
@@ -626,14 +666,14 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
-		return Config{}, err
+		return Config{}, uc.withLines(keyError("server.guid_file", "%v", err))
 	}
 	c.GUID = guid
 	if errors.Is(statErr, fs.ErrNotExist) {
 		l.Info().Str("path", c.GUIDFile).Int64("guid", guid).Msg("created server GUID file")
 	}
 	if err := c.loadCookieSecret(uc.Network.CookieSecretFile, uc.dir, l); err != nil {
-		return Config{}, err
+		return Config{}, uc.withLines(err)
 	}
 	return c, nil
 }

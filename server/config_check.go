@@ -17,11 +17,6 @@ import (
 	"github.com/basaltmc/basalt/session"
 )
 
-// keyError reports a problem with one config key.
-func keyError(key, format string, args ...any) error {
-	return fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
-}
-
 // logLevels lists the log.level values accepted, each a name
 // zerolog.ParseLevel knows.
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -43,10 +38,10 @@ func (uc UserConfig) Validate() error {
 		add("network.address_v4, network.address_v6", "both are empty; set at least one")
 	}
 	if err := checkAddress(n.AddressV4, false); err != nil {
-		add("network.address_v4", "%q: %v", n.AddressV4, err)
+		add("network.address_v4", "%q: %v; write it as \"IP:port\", such as \"0.0.0.0:19132\", or \"\" to disable IPv4", n.AddressV4, err)
 	}
 	if err := checkAddress(n.AddressV6, true); err != nil {
-		add("network.address_v6", "%q: %v", n.AddressV6, err)
+		add("network.address_v6", "%q: %v; write it as \"[IP]:port\", such as \"[::]:19133\", or \"\" to disable IPv6", n.AddressV6, err)
 	}
 	for i, p := range n.TrustedProxies {
 		if _, err := parseProxyPrefix(p); err != nil {
@@ -72,7 +67,7 @@ func (uc UserConfig) Validate() error {
 		add("server.game_mode", "%q is not one of %s", s.GameMode, strings.Join(gameModes, ", "))
 	}
 	if s.MaxPlayers < 1 {
-		add("server.max_players", "%d is less than 1", s.MaxPlayers)
+		add("server.max_players", "%d is less than 1; set it to the most players you want online at once", s.MaxPlayers)
 	}
 	if !isVersion(s.Version) {
 		add("server.version", "%q is not a version like \"1.26.50\"", s.Version)
@@ -102,10 +97,12 @@ func (uc UserConfig) Validate() error {
 	if err := checkPlaceholders(s.Greeting); err != nil {
 		add("server.greeting", "%v", err)
 	}
-	if s.GUIDFile == "" {
-		add("server.guid_file", "is empty")
-	}
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	if d, err := time.ParseDuration(s.ShutdownGrace); err != nil {
+		add("server.shutdown_grace", "%q is not a duration like \"10s\"", s.ShutdownGrace)
+	} else if d < 0 || d > maxShutdownGrace {
+		add("server.shutdown_grace", "%v is outside 0s-%v", d, maxShutdownGrace)
+	}
 	if s.OnlineMode {
 		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			add("server.auth_discovery_url", "%q is not an http(s) URL", s.AuthDiscoveryURL)
@@ -129,6 +126,12 @@ func (uc UserConfig) Validate() error {
 	if f := uc.Log.Format; f != "console" && f != "json" {
 		add("log.format", "%q is not \"console\" or \"json\"", f)
 	}
+	if m := uc.Log.FileMaxMiB; m < 1 || m > maxLogFileMiB {
+		add("log.file_max_mib", "%d is outside 1-%d", m, maxLogFileMiB)
+	}
+	if uc.Log.FileBackups < 0 {
+		add("log.file_backups", "%d is negative (0 keeps every rotated file)", uc.Log.FileBackups)
+	}
 
 	// [raknet]
 	r := uc.RakNet
@@ -146,8 +149,8 @@ func (uc UserConfig) Validate() error {
 		add("raknet.protocol_versions", "is empty; list at least one version")
 	}
 	for i, v := range r.ProtocolVersions {
-		if v < 1 || v > math.MaxUint8 {
-			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is outside 1-255", v)
+		if v < 0 || v > math.MaxUint8 || !slices.Contains(raknet.DefaultProtocolVersions, byte(v)) {
+			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is not a RakNet version Bedrock clients speak; list only %v (11 since Minecraft 1.19.30, 10 before it and in PrismarineJS clients), or leave the key out", v, raknet.DefaultProtocolVersions)
 		}
 	}
 	if r.MaxConnectionsPerIP < 0 {
@@ -159,12 +162,12 @@ func (uc UserConfig) Validate() error {
 
 	// [metrics]
 	if err := checkTCPAddress(uc.Metrics.Address); err != nil {
-		add("metrics.address", "%q: %v", uc.Metrics.Address, err)
+		add("metrics.address", "%q: %v; write it as \"IP:port\", such as \"127.0.0.1:9100\", or \"\" to serve no metrics", uc.Metrics.Address, err)
 	}
 	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
 		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")
 	}
-	return errors.Join(errs...)
+	return uc.withLines(errors.Join(errs...))
 }
 
 // parseProxyPrefix parses a network.trusted_proxies entry: a CIDR prefix,

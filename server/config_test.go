@@ -108,6 +108,11 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 	}
 	want := DefaultUserConfig()
 	want.dir = filepath.Dir(path)
+	want.name = "config"
+	want.lines = keyLines(DefaultConfigFile())
+	if got := want.lines["server.max_players"]; got == 0 {
+		t.Errorf("line of server.max_players in the default file: got %d, want it found", got)
+	}
 	if !reflect.DeepEqual(uc, want) {
 		t.Errorf("config: got %+v, want %+v", uc, want)
 	}
@@ -136,10 +141,12 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	}
 	want := DefaultUserConfig()
 	want.dir = filepath.Dir(path)
+	want.name = "config"
 	want.Server.MaxPlayers = 5
 	want.Server.AcceptedProtocols = []int{2193}
 	want.Server.Protocol = 2193
 	want.RakNet.Timeout = "30s"
+	want.lines = map[string]int{"server.max_players": 2, "server.accepted_protocols": 3, "server.protocol": 4, "raknet.timeout": 7}
 	if !reflect.DeepEqual(uc, want) {
 		t.Errorf("got %+v, want %+v", uc, want)
 	}
@@ -150,7 +157,7 @@ func TestLoadConfigEmptyFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
-	uc.dir = ""
+	uc.dir, uc.name, uc.lines = "", "", nil
 	if want := DefaultUserConfig(); !reflect.DeepEqual(uc, want) {
 		t.Errorf("got %+v, want %+v", uc, want)
 	}
@@ -212,7 +219,6 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"protocol too big", "[server]\naccepted_protocols = [2193, 4294967296]\n", "server.accepted_protocols[1]", ""},
 		{"protocol unknown to the build", "[server]\naccepted_protocols = [2193, 2259]\n", "server.accepted_protocols[1]", "2259 is not a protocol this build speaks"},
 		{"unknown placeholder", "[server]\ndisconnect_message = \"Bye {name}\"\n", "server.disconnect_message", "{name}"},
-		{"empty GUID file", "[server]\nguid_file = \"\"\n", "server.guid_file", ""},
 		{"semicolon in name", "[server]\nname = \"a;b\"\n", "server.name", "';'"},
 		{"newline in level name", "[server]\nlevel_name = \"a\\nb\"\n", "server.level_name", ""},
 		{"names too long", "[server]\nname = \"" + strings.Repeat("n", 200) + "\"\nlevel_name = \"" + strings.Repeat("l", 200) + "\"\n",
@@ -242,6 +248,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"bad login timeout", "[server]\nlogin_timeout = \"soon\"\n", "server.login_timeout", "soon"},
 		{"zero login timeout", "[server]\nlogin_timeout = \"0s\"\n", "server.login_timeout", "more than 0"},
 		{"login timeout too long", "[server]\nlogin_timeout = \"2m\"\n", "server.login_timeout", "longer than 1m0s"},
+		{"bad shutdown grace", "[server]\nshutdown_grace = \"soon\"\n", "server.shutdown_grace", "soon"},
+		{"negative shutdown grace", "[server]\nshutdown_grace = \"-1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
+		{"shutdown grace too long", "[server]\nshutdown_grace = \"5m1s\"\n", "server.shutdown_grace", "outside 0s-5m0s"},
 		{"discovery URL not a URL", "[server]\nauth_discovery_url = \"ftp://x\"\n", "server.auth_discovery_url", "ftp://x"},
 		{"issuer not a URL", "[server]\nauth_issuer = \"issuer\"\n", "server.auth_issuer", "issuer"},
 		{"empty allowlist file", "[server]\nallowlist_file = \"\"\n", "server.allowlist_file", "empty"},
@@ -332,7 +341,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Config: got error %v, want nil", err)
 	}
-	guidFile := filepath.Join(dir, "server_guid")
+	guidFile := filepath.Join(dir, "config.guid")
 	b, err := os.ReadFile(guidFile)
 	if err != nil {
 		t.Fatalf("GUID file: %v", err)
@@ -453,6 +462,11 @@ func TestConfigConversions(t *testing.T) {
 		}},
 		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c Config) {
 			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		}},
+		{"shutdown grace", func(uc *UserConfig) { uc.Server.ShutdownGrace = "5m" }, func(t *testing.T, c Config) {
+			if got, want := c.ShutdownGrace, 5*time.Minute; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},

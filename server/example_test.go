@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
@@ -70,25 +71,32 @@ func (c *counter) say(s *session.Session, msg string) error {
 	return c.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: msg})
 }
 
-// This example runs a server from config.toml with a custom handler until
-// Ctrl-C.
+// This example runs a server from config.toml, logging as its [log] table
+// says, with a custom handler until Ctrl-C or SIGTERM.
 func Example_customHandler() {
 	uc, err := server.LoadConfig("config.toml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	conf, err := uc.Config(nil)
+	log, logFile, err := uc.Logger() // [log]: level, format, file
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	defer logFile.Close()
+	conf, err := uc.Config(log) // the server logs "listening", joins, leaves
+	if err != nil {
+		log.Error().Err(err).Msg("bad configuration")
+		return
+	}
+	// This handler takes the place of the built-in ones that
+	// server.handler and server.greeting configure.
 	conf.NewHandler = newCounter
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := conf.New().Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Error().Err(err).Msg("server stopped")
 	}
 }
 

@@ -43,7 +43,7 @@ func (srv *Server) listenMetrics() error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen for metrics: %w", err)
+		return &listenError{key: "metrics.address", addr: addr, err: err}
 	}
 	reg := srv.registry()
 	log := srv.log.With().Str("src", "metrics").Logger()
@@ -51,6 +51,8 @@ func (srv *Server) listenMetrics() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: promLogger{log}, Registry: reg,
 	}))
+	srv.healthRoutes(mux)
+	srv.statusRoutes(mux)
 	if srv.conf.MetricsPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -89,6 +91,7 @@ func (srv *Server) registry() *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		srv.Collector(),
+		buildInfoCollector(ReadBuildInfo()),
 	)
 	return reg
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/rs/zerolog"
@@ -40,7 +42,7 @@ func netStats(st raknet.Stats) session.NetStats {
 
 // logNetStats adds a session's network figures to a log event.
 func logNetStats(e *zerolog.Event, n session.NetStats) *zerolog.Event {
-	return e.Dur("rtt", n.RTT).Dur("rtt_var", n.RTTVar).
+	return e.Stringer("rtt", n.RTT.Round(time.Microsecond)).Stringer("rtt_var", n.RTTVar.Round(time.Microsecond)).
 		Float64("loss_in", n.PacketLossIn).Float64("loss_out", n.PacketLossOut).
 		Uint64("resends", n.Resends).Int("window", n.Window).
 		Uint64("bytes_in", n.BytesIn).Uint64("bytes_out", n.BytesOut).

@@ -56,9 +56,7 @@ func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
 func (srv *Server) initAccess() {
 	c := srv.conf
 	a := &srv.access
-	a.log = srv.log
 	a.enabled.Store(c.Allowlist)
-	a.online = !c.AuthenticationDisabled
 	a.allowF.path, a.bansF.path = c.AllowlistFile, c.BansFile
 	a.allow = slices.Clone(c.AllowlistEntries)
 	a.bans = slices.Clone(c.Bans)
@@ -77,6 +75,10 @@ func (srv *Server) loadAccess() error {
 func (srv *Server) startAccess() {
 	if srv.verifier != nil {
 		srv.verifier.Start()
+		if !srv.conf.Encryption {
+			srv.log.Warn().Msg("online mode without encryption: a captured Login can be replayed while its token " +
+				"lasts; turn network.encryption on")
+		}
 	} else {
 		srv.log.Info().Msg("offline mode: players' Xbox Live sign-ins are not verified; anyone can join under any name or XUID")
 	}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,10 +41,18 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if got != want {
 		t.Errorf("README.md counter:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
-	for _, line := range []string{"conf.NewHandler = newCounter\n", "conf.New().Run(ctx)"} {
-		if !strings.Contains(string(readme), line) {
-			t.Errorf("README.md lacks %q", line)
+	// The program around it: README's main is the example's body.
+	body := func(s, fn string) string {
+		i := strings.Index(s, fn)
+		if i < 0 {
+			return ""
 		}
+		j := strings.Index(s[i:], "\n}\n")
+		return s[i+len(fn) : i+j]
+	}
+	got, want = body(string(readme), "func main() {\n"), body(string(example), "func Example_customHandler() {\n")
+	if want == "" || got != want {
+		t.Errorf("README.md main:\n%s\nwant, as Example_customHandler's body:\n%s", got, want)
 	}
 }
 
@@ -91,6 +101,10 @@ func TestREADMEConfigTable(t *testing.T) {
 		defaults = append(defaults, cells[1])
 	}
 	keys, values := configKeys(t)
+	missing := false
+	for _, k := range keys {
+		missing = missing || !slices.Contains(rows, k)
+	}
 	for i, k := range keys {
 		want := "`" + values[i] + "`"
 		j := slices.Index(rows, k)
@@ -99,7 +113,7 @@ func TestREADMEConfigTable(t *testing.T) {
 			t.Errorf("README.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
 		case defaults[j] != want:
 			t.Errorf("README.md %s: default %s, want %s", k, defaults[j], want)
-		case j != i && i < len(rows):
+		case j != i && !missing:
 			t.Errorf("README.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
 		}
 	}
@@ -122,4 +136,70 @@ func readmeSection(readme, heading string) string {
 		rest = rest[:i]
 	}
 	return rest
+}
+
+// TestREADMELayout keeps README.md's Layout table true: a row for every
+// file and directory at the top of the repository (as git tracks them)
+// and for every directory holding a Go package, and no row for a path
+// that does not exist.
+func TestREADMELayout(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(readme), "## Layout")
+	if section == "" {
+		t.Fatal("README.md: no \"## Layout\" section")
+	}
+	listed := map[string]bool{}
+	for line := range strings.Lines(section) {
+		cells := strings.SplitN(line, " | ", 2)
+		if len(cells) < 2 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		for p := range strings.SplitSeq(strings.TrimPrefix(cells[0], "| "), ", ") {
+			p = strings.Trim(p, "`")
+			listed[p] = true
+			if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(p))); err != nil {
+				t.Errorf("README.md Layout lists %s: %v", p, err)
+			}
+		}
+	}
+
+	var want []string
+	out, err := exec.Command("git", "-C", "..", "ls-files").Output()
+	if err != nil {
+		t.Logf("git ls-files: %v; checking the packages only", err)
+	}
+	for f := range strings.Lines(string(out)) {
+		f = strings.TrimSpace(f)
+		if top, _, dir := strings.Cut(f, "/"); dir {
+			want = append(want, top+"/")
+		} else if f != "" {
+			want = append(want, f)
+		}
+	}
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != ".." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") && filepath.Dir(path) != ".." {
+			rel, _ := filepath.Rel("..", filepath.Dir(path))
+			want = append(want, filepath.ToSlash(rel)+"/")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	for _, p := range slices.Compact(want) {
+		if !listed[p] {
+			t.Errorf("README.md Layout has no row for %s", p)
+		}
+	}
 }

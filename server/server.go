@@ -39,6 +39,12 @@ const (
 	// LANPortV4 and LANPortV6 are the ports Bedrock clients send LAN
 	// discovery pings to: IPv4 broadcast to 19132, IPv6 to 19133.
 	LANPortV4, LANPortV6 = 19132, 19133
+	// lifecycleBurst and lifecycleEvery bound the info lines of players
+	// joining, leaving and being refused: plenty for a busy server's
+	// comings and goings, few enough that a flood of logins cannot fill
+	// the log.
+	lifecycleBurst = 30
+	lifecycleEvery = 10 * time.Second
 )
 
 // Server is a Bedrock server: it owns the RakNet listeners (one per address
@@ -84,6 +90,7 @@ type Server struct {
 	mu        sync.Mutex
 	listening bool
 	closing   bool
+	draining  atomic.Bool // Drain has begun; see health.go
 	started   time.Time
 	v4, v6    *raknet.Listener   // game listeners, nil when disabled
 	lan       []*raknet.Listener // LAN discovery listeners opened
@@ -94,7 +101,11 @@ type Server struct {
 	closeOnce sync.Once
 
 	sessionCounts sessionCounts
-	metrics       *metricsServer // guarded by mu; nil unless serving metrics
+	// lifecycle samples the info lines of players joining, leaving and
+	// being refused, which anyone able to log in can trigger: bursts of
+	// lifecycleBurst per lifecycleEvery, the rest dropped.
+	lifecycle *zerolog.BurstSampler
+	metrics   *metricsServer // guarded by mu; nil unless serving metrics
 
 	// verifier checks Logins in online mode; nil in offline mode.
 	verifier *auth.Verifier
@@ -142,12 +153,14 @@ func (c Config) New() *Server {
 	c.Version = cmp(c.Version, session.CurrentVersion)
 	c.Handler = cmp(c.Handler, HandlerGate)
 	if c.NewHandler == nil && c.Handler == HandlerLobby {
-		c.NewHandler, c.OnShutdown = c.newLobby()
+		c.NewHandler, c.OnShutdown, c.OnDrain = c.newLobby()
 	}
 	if c.StatusInterval <= 0 {
 		c.StatusInterval = DefaultStatusInterval
 	}
 	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
+	c.RestartMessage = cmp(c.RestartMessage, DefaultRestartMessage)
+	c.ShutdownGrace = min(max(c.ShutdownGrace, 0), maxShutdownGrace)
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -165,6 +178,7 @@ func (c Config) New() *Server {
 		sessions:   make(map[*session.Session]*entry),
 		statusKick: make(chan struct{}, 1),
 		statusDone: make(chan struct{}),
+		lifecycle:  &zerolog.BurstSampler{Burst: lifecycleBurst, Period: lifecycleEvery},
 		accessDone: make(chan struct{}),
 		verifier:   newVerifier(c),
 	}
@@ -251,7 +265,11 @@ func (srv *Server) Listen() error {
 			srv.v4, srv.v6 = nil, nil
 			srv.metrics.stop()
 			srv.metrics = nil
-			return fmt.Errorf("listen on %s: %w", addr, err)
+			key := "network.address_v4"
+			if g.l == &srv.v6 {
+				key = "network.address_v6"
+			}
+			return &listenError{key: key, addr: addr, err: err}
 		}
 		*g.l = l
 	}
@@ -341,7 +359,8 @@ func (srv *Server) listeners() []*raknet.Listener {
 }
 
 // Run listens (unless Listen was called already), serves until ctx ends,
-// then shuts down with Close and returns nil. It returns the error of
+// then drains for Config.ShutdownGrace (see Drain) and shuts down with
+// Close, and returns nil. It returns the error of
 // Listen if the server cannot start.
 func (srv *Server) Run(ctx context.Context) error {
 	srv.mu.Lock()
@@ -353,6 +372,7 @@ func (srv *Server) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
+	srv.Drain(context.Background(), srv.conf.ShutdownGrace)
 	return srv.Close()
 }
 
@@ -413,7 +433,14 @@ func (srv *Server) run(s *session.Session) {
 	_, loggedIn := s.Identity()
 	srv.stats.count(err, loggedIn)
 	srv.sessionCounts.count(err)
-	srv.remove(s)
+	if left, players := srv.remove(s); left {
+		l := s.Log().Sample(srv.lifecycle) // with the player, now logged in
+		e := l.Info().Stringer("duration", time.Since(start).Round(time.Millisecond)).Int("players", players)
+		if err != nil {
+			e.Str("reason", err.Error())
+		}
+		e.Msg("player left")
+	}
 	if e := log.Debug(); e.Enabled() {
 		if id, ok := s.Identity(); ok {
 			e.Str("player", id.DisplayName)
@@ -421,7 +448,7 @@ func (srv *Server) run(s *session.Session) {
 		if n, ok := s.NetStats(); ok {
 			logNetStats(e, n)
 		}
-		e.Err(err).Dur("duration", time.Since(start)).Msg("session closed")
+		e.Err(err).Stringer("duration", time.Since(start).Round(time.Millisecond)).Msg("session closed")
 	}
 }
 
@@ -439,8 +466,9 @@ func (srv *Server) runSafely(s *session.Session) (err error) {
 	return s.Run(srv.sessCtx)
 }
 
-// remove forgets s and frees its player slot.
-func (srv *Server) remove(s *session.Session) {
+// remove forgets s and frees its player slot, reporting whether it held
+// one and how many players are left.
+func (srv *Server) remove(s *session.Session) (player bool, players int) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	e := srv.sessions[s]
@@ -449,7 +477,9 @@ func (srv *Server) remove(s *session.Session) {
 	if e != nil && e.player {
 		srv.players--
 		srv.updateStatusLocked()
+		return true, srv.players
 	}
+	return false, srv.players
 }
 
 // admit gives s a player slot if it has none and one is free, and reports
@@ -543,7 +573,7 @@ wait:
 		select {
 		case <-s.Done():
 		case <-t.C:
-			srv.log.Warn().Dur("timeout", srv.conf.ShutdownTimeout).
+			srv.log.Warn().Stringer("timeout", srv.conf.ShutdownTimeout).
 				Msg("clients did not acknowledge the shutdown in time; closing their connections")
 			break wait
 		}

@@ -64,11 +64,9 @@ func TestStatsLoginTimeout(t *testing.T) {
 // RequestNetworkSettings, 16 KiB of DEFLATE inflating to 16 MiB. The
 // client is told why and disconnected, and the refusal is counted.
 func TestStatsPreLoginBomb(t *testing.T) {
-	srv := startServer(t, Config{})
-	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
-	c.send(session.IDRequestNetworkSettings, binary.BigEndian.AppendUint32(nil, uint32(session.CurrentProtocol)))
-	c.expect(session.IDNetworkSettings)
-
+	// The bomb is built before the client connects: compressing 16 MiB
+	// under -race on a busy machine can take longer than the login
+	// timeout, which would end the session for another reason.
 	var buf bytes.Buffer
 	buf.Write([]byte{0xfe, 0x00})
 	w, err := flate.NewWriter(&buf, flate.BestCompression)
@@ -81,6 +79,11 @@ func TestStatsPreLoginBomb(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+
+	srv := startServer(t, Config{})
+	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
+	c.send(session.IDRequestNetworkSettings, binary.BigEndian.AppendUint32(nil, uint32(session.CurrentProtocol)))
+	c.expect(session.IDNetworkSettings)
 	if _, err := c.conn.Write(buf.Bytes()); err != nil {
 		t.Fatalf("write bomb: %v", err)
 	}

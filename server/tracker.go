@@ -1,6 +1,10 @@
 package server
 
-import "github.com/basaltmc/basalt/session"
+import (
+	"time"
+
+	"github.com/basaltmc/basalt/session"
+)
 
 // tracker wraps the configured NewHandler for one server: a player that
 // has logged in takes a player slot before the wrapped NewHandler sees it,
@@ -15,9 +19,25 @@ type tracker struct {
 // NewHandler admits s as a player, or refuses it when the server is full,
 // and otherwise returns what the wrapped NewHandler does.
 func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
+	if err := t.srv.refuseDraining(s); err != nil {
+		return nil, err
+	}
+	// The lists were checked at Login; a ban or allowlist change made
+	// since then, before the session showed up as a player, is caught
+	// here.
+	if id, ok := s.Identity(); ok {
+		if err, _ := t.srv.access.check(id, addrPort(s.RemoteAddr()).Addr(), time.Now(), false); err != nil {
+			return nil, err
+		}
+	}
+	log := s.Log().Sample(t.srv.lifecycle)
 	if !t.srv.admit(s) {
-		s.Log().Debug().Int("max_players", t.srv.playerLimit()).Msg("server full; refusing login")
+		log.Info().Int("max_players", t.srv.playerLimit()).Msg("server full; login refused")
 		return nil, &session.DisconnectError{Reason: session.DisconnectReasonServerFull, Message: ServerFullMessage}
+	}
+	if e := log.Info(); e.Enabled() {
+		id, _ := s.Identity()
+		e.Str("xuid", id.XUID).Int32("protocol", id.Protocol).Int("players", t.srv.PlayerCount()).Msg("player joined")
 	}
 	return t.newHandler(s)
 }

@@ -21,7 +21,8 @@
 // -broadcast replaces the broadcast address with a comma-separated list of
 // addresses, each pinged the same way: a subnet broadcast such as
 // 192.168.1.255, or plain server addresses such as 127.0.0.1:19132,[::1]:19133.
-// An address without a port gets -port.
+// An address without a port gets -port, by default 19132, or 19133 for an
+// IPv6 address (the ports Bedrock servers use per family).
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -48,11 +50,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	scanMode := fs.Bool("scan", false, "list every server that answers a broadcast ping")
 	queryMode := fs.Bool("query", false, "ask the one server given for its Query full stat instead of pinging it")
-	port := fs.Int("port", 19132, "port for addresses given without one")
+	port := fs.Int("port", 0, "port for addresses given without one (default 19132, or 19133 for an IPv6 address, Bedrock's defaults)")
 	broadcast := fs.String("broadcast", "255.255.255.255", "with -scan: comma-separated addresses to ping instead of the IPv4 broadcast address")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for answers")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ping [-query] [-timeout 2s] [-port 19132] ADDR\n       ping -scan [-port 19132] [-broadcast ADDR,...] [-timeout 2s]\n")
+		fmt.Fprintf(stderr, "usage: ping [-query] [-timeout 2s] [-port PORT] ADDR\n       ping -scan [-port PORT] [-broadcast ADDR,...] [-timeout 2s]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -61,13 +63,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *port < 1 || *port > 65535 || *timeout <= 0 {
+	portSet := false
+	fs.Visit(func(f *flag.Flag) { portSet = portSet || f.Name == "port" })
+	if (portSet && (*port < 1 || *port > 65535)) || *timeout <= 0 {
 		fmt.Fprintln(stderr, "ping: -port must be 1-65535 and -timeout positive")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	p := strconv.Itoa(*port)
+	p := *port
 
 	if !*scanMode {
 		if fs.NArg() != 1 {
@@ -117,11 +121,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// withPort returns addr with port added if it has none. A bare IPv6
-// address ("::1") gets brackets.
-func withPort(addr, port string) string {
+// withPort returns addr with port added if it has none: port, or when it
+// is 0 the Bedrock default of the address's family, 19133 for an IPv6
+// literal and 19132 otherwise. A bare IPv6 address ("::1") gets brackets.
+func withPort(addr string, port int) string {
 	if _, _, err := net.SplitHostPort(addr); err == nil {
 		return addr
 	}
-	return net.JoinHostPort(strings.Trim(addr, "[]"), port)
+	host := strings.Trim(addr, "[]")
+	if port == 0 {
+		port = 19132
+		if ip, err := netip.ParseAddr(host); err == nil && ip.Is6() && !ip.Is4In6() {
+			port = 19133
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -147,17 +147,24 @@ func TestUsage(t *testing.T) {
 }
 
 func TestWithPort(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"127.0.0.1", "127.0.0.1:19132"},
-		{"127.0.0.1:1", "127.0.0.1:1"},
-		{"::1", "[::1]:19132"},
-		{"[::1]", "[::1]:19132"},
-		{"[::1]:5", "[::1]:5"},
-		{"localhost", "localhost:19132"},
+	tests := []struct {
+		in   string
+		port int
+		want string
+	}{
+		{"127.0.0.1", 0, "127.0.0.1:19132"},
+		{"127.0.0.1:1", 0, "127.0.0.1:1"},
+		{"::1", 0, "[::1]:19133"},
+		{"[::1]", 0, "[::1]:19133"},
+		{"[::1]:5", 0, "[::1]:5"},
+		{"::ffff:127.0.0.1", 0, "[::ffff:127.0.0.1]:19132"},
+		{"localhost", 0, "localhost:19132"},
+		{"::1", 7, "[::1]:7"},
+		{"127.0.0.1", 7, "127.0.0.1:7"},
 	}
 	for _, tc := range tests {
-		if got := withPort(tc.in, "19132"); got != tc.want {
-			t.Errorf("withPort(%q): got %q, want %q", tc.in, got, tc.want)
+		if got := withPort(tc.in, tc.port); got != tc.want {
+			t.Errorf("withPort(%q, %d): got %q, want %q", tc.in, tc.port, got, tc.want)
 		}
 	}
 }

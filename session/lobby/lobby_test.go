@@ -585,7 +585,7 @@ func TestLifecycleLogs(t *testing.T) {
 	want := []string{
 		`"player":"Steve","protocol":2193,"others":0,"message":"player joined the lobby"`,
 		`"player":"Steve","why":"/leave","message":"player left the lobby"`,
-		`"player":"Slow","phase":"stack","timeout":200,"message":"player timed out while joining the lobby"`,
+		`"player":"Slow","phase":"stack","timeout":"200ms","message":"player timed out while joining the lobby"`,
 		`"player":"Slow","why":"timed out while joining","phase":"stack","message":"player left while joining the lobby"`,
 	}
 	deadline := time.Now().Add(wait)

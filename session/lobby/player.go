@@ -92,7 +92,7 @@ func (p *player) start() error {
 		p.joinTimer = time.AfterFunc(d, func() {
 			ph := j.Phase()
 			p.leaving("timed out while joining")
-			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Dur("timeout", d).
+			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Stringer("timeout", d).
 				Msg("player timed out while joining the lobby")
 			_ = p.s.DisconnectWith(session.DisconnectReasonTimeout, joinTimeoutMessage)
 		})

@@ -16,7 +16,7 @@
 //   - Budget and Account share one memory total fairly among
 //     connections, with small caps before login.
 //
-// A listener's offline path, in outline:
+// A listener's offline path, in outline (Example runs it):
 //
 //	switch id {
 //	case wire.IDUnconnectedPing, wire.IDOpenConnectionRequest1:

@@ -4,9 +4,11 @@
 // current time; it yields datagrams to send, delivered messages and the
 // time it next needs attention.
 //
-//	cfg.Deliver = func(msg []byte, owned bool) bool { return queue(msg, owned) } // true: kept
-//	cfg.Budget = account // optional: charged for what the peer makes us hold
-//	l := reliability.New(cfg, now)
+//	l := reliability.New(reliability.Config{
+//		MaxDatagram: mtu - 28, // required: the MTU less the IP and UDP headers
+//		Deliver: func(msg []byte, owned bool) bool { return queue(msg, owned) }, // required; true: kept
+//		Budget:  account, // optional: charged for what the peer makes us hold
+//	}, now)
 //	defer l.Close() // gives the budget back
 //	_, _ = l.Send(now, msg, wire.ReliableOrdered, 0)
 //	_ = l.HandleDatagram(now, datagram) // may call Deliver
@@ -14,7 +16,11 @@
 //	for d := l.AppendDatagram(buf[:0], now); d != nil; d = l.AppendDatagram(buf[:0], now) {
 //		conn.WriteTo(d, addr)
 //	}
-//	timer.Reset(l.NextDeadline(now).Sub(now))
+//	if d := l.NextDeadline(now); !d.IsZero() { // zero: nothing due
+//		timer.Reset(d.Sub(now))
+//	}
+//
+// Example runs two layers so over a perfect link.
 //
 // Every sequence number is compared with wrap-aware u24 arithmetic and
 // every structure fed by the peer has a hard bound, the messages kept for

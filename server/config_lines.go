@@ -1,0 +1,118 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// KeyError is a problem with the value of one configuration key, or of
+// several named together ("network.address_v4, network.address_v6"). Line
+// is the line of the file that set the key, 0 when it was not read from a
+// file or the file left the key at its default.
+type KeyError struct {
+	Key  string
+	Line int
+	Msg  string
+}
+
+// Error names the line, when known, and the key before the message.
+func (e *KeyError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Key, e.Msg)
+	}
+	return e.Key + ": " + e.Msg
+}
+
+// keyError reports a problem with one config key.
+func keyError(key, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// keyLines returns the line on which the TOML document data sets each key,
+// by its dotted name ("server.max_players"). A document that does not
+// parse gives what was read before the error.
+func keyLines(data []byte) map[string]int {
+	lines := make(map[string]int)
+	p := unstable.Parser{}
+	p.Reset(data)
+	var table []string
+	for p.NextExpression() {
+		n := p.Expression()
+		switch n.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = keyParts(n.Key())
+		case unstable.KeyValue:
+			key := strings.Join(append(append([]string(nil), table...), keyParts(n.Key())...), ".")
+			lines[key] = p.Shape(n.Raw).Start.Line
+		}
+	}
+	return lines
+}
+
+// keyParts returns the parts of a dotted key.
+func keyParts(it unstable.Iterator) []string {
+	var parts []string
+	for it.Next() {
+		parts = append(parts, string(it.Node().Data))
+	}
+	return parts
+}
+
+// withLines sets the Line of every KeyError in err (a single error or an
+// errors.Join of them) to the line of the file uc was loaded from that set
+// the key, taking the first key named that the file sets; an index ("[2]")
+// after a key is looked up as the key. It returns err.
+func (uc UserConfig) withLines(err error) error {
+	if err == nil || uc.lines == nil {
+		return err
+	}
+	lines := uc.lines
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		ke, ok := errors.AsType[*KeyError](e)
+		if !ok {
+			continue
+		}
+		for k := range strings.SplitSeq(ke.Key, ", ") {
+			k, _, _ = strings.Cut(k, "[")
+			if line, ok := lines[k]; ok {
+				ke.Line = line
+				break
+			}
+		}
+	}
+	if len(errs) == 1 {
+		return err
+	}
+	// In the file's order, keys left at their default last.
+	slices.SortStableFunc(errs, func(a, b error) int { return cmpLine(lineOf(a), lineOf(b)) })
+	return errors.Join(errs...)
+}
+
+// lineOf returns the line of err if it is a KeyError with one, else 0.
+func lineOf(err error) int {
+	if ke, ok := errors.AsType[*KeyError](err); ok {
+		return ke.Line
+	}
+	return 0
+}
+
+// cmpLine orders lines ascending with 0 (unknown) last.
+func cmpLine(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return a - b
+}
