@@ -538,13 +538,13 @@ func LoadConfig(path string) (UserConfig, error) {
 			uc.lines = keyLines(DefaultConfigFile())
 			return uc, nil
 		} else if !errors.Is(err, fs.ErrExist) {
-			return UserConfig{}, fmt.Errorf("write default config: %w", err)
+			return UserConfig{}, fmt.Errorf("write default config: %w; make its directory writable, or give the path of an existing file", err)
 		}
 		// Someone else created it meanwhile: read theirs.
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return UserConfig{}, fmt.Errorf("load config: %w", err)
+		return UserConfig{}, fmt.Errorf("load config: %w; give the path of a readable TOML file, or of none to have it created", err)
 	}
 	if err := decodeStrict(data, &uc); err != nil {
 		return UserConfig{}, fmt.Errorf("load config %s: %w", path, err)
@@ -573,7 +573,7 @@ func decodeStrict(data []byte, v any) error {
 			if strings.Contains(e.Error(), "table") { // "missing table"
 				what = "table"
 			}
-			errs[i] = fmt.Errorf("line %d: unknown %s %s", line, what, strings.Join(e.Key(), "."))
+			errs[i] = fmt.Errorf("line %d: unknown %s %s; remove it, or correct its spelling to one of the %ss a new config.toml lists", line, what, strings.Join(e.Key(), "."), what)
 		}
 		return errors.Join(errs...)
 	}
@@ -588,15 +588,30 @@ func decodeStrict(data []byte, v any) error {
 				msg = msg[:i] + " into " + msg[j+len(" of type "):]
 			}
 		}
-		if strings.HasPrefix(msg, "cannot decode TOML string into int") {
-			msg += "; write the number without quotes"
-		}
 		if key := de.Key(); len(key) > 0 {
-			return fmt.Errorf("line %d: key %s: %s", line, strings.Join(key, "."), msg)
+			return fmt.Errorf("line %d: key %s: %s; %s", line, strings.Join(key, "."), msg, typeFix(msg))
 		}
-		return fmt.Errorf("line %d: %s", line, msg)
+		return fmt.Errorf("line %d: %s; fix the TOML syntax on that line (strings in double quotes, tables as [name])", line, msg)
 	}
 	return err
+}
+
+// typeFix says how to write a value the decoder refused, from its message
+// ("cannot decode TOML string into int").
+func typeFix(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "cannot decode TOML string into int"):
+		return "write the number without quotes"
+	case strings.HasSuffix(msg, "into bool"):
+		return "write true or false, without quotes"
+	case strings.HasSuffix(msg, "into string"):
+		return "write it in double quotes"
+	case strings.Contains(msg, "into []"):
+		return "write it as a list in brackets, such as [1, 2]"
+	case strings.Contains(msg, "out of range") || strings.Contains(msg, "overflow"):
+		return "write a smaller number"
+	}
+	return "write a value of the type its default in a new config.toml has"
 }
 
 // writeNew creates path with data and permissions perm, failing with
@@ -703,7 +718,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {
-		return Config{}, uc.withLines(keyError("server.guid_file", "%v", err))
+		return Config{}, uc.withLines(fileError("server.guid_file", err, ""))
 	}
 	c.GUID = guid
 	if errors.Is(statErr, fs.ErrNotExist) {
@@ -713,7 +728,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		return Config{}, uc.withLines(err)
 	}
 	if err := c.loadNetherNet(uc, l); err != nil {
-		return Config{}, err
+		return Config{}, uc.withLines(err)
 	}
 	return c, nil
 }

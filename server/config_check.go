@@ -21,12 +21,16 @@ import (
 // zerolog.ParseLevel knows.
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
 
+// nameFix ends an error about server.name or server.level_name.
+const nameFix = "set it to non-empty text without ';', '\\' or control characters (§ colour codes are fine)"
+
 // gameModes lists the game mode names server.game_mode accepts.
 var gameModes = []string{"Survival", "Creative", "Adventure", "Spectator"}
 
 // Validate checks every key and returns all problems found, joined with
 // errors.Join, each naming its key as "table.key" and saying what is wrong.
 func (uc UserConfig) Validate() error {
+	def := DefaultUserConfig()
 	var errs []error
 	add := func(key, format string, args ...any) {
 		errs = append(errs, keyError(key, format, args...))
@@ -35,7 +39,7 @@ func (uc UserConfig) Validate() error {
 	// [network]
 	n := uc.Network
 	if n.AddressV4 == "" && n.AddressV6 == "" {
-		add("network.address_v4, network.address_v6", "both are empty; set at least one")
+		add("network.address_v4, network.address_v6", "both are empty; set network.address_v4 to %q or network.address_v6 to %q", def.Network.AddressV4, def.Network.AddressV6)
 	}
 	if err := checkAddress(n.AddressV4, false); err != nil {
 		add("network.address_v4", "%q: %v; write it as \"IP:port\", such as \"0.0.0.0:19132\", or \"\" to disable IPv4", n.AddressV4, err)
@@ -45,114 +49,114 @@ func (uc UserConfig) Validate() error {
 	}
 	for i, p := range n.TrustedProxies {
 		if _, err := parseProxyPrefix(p); err != nil {
-			add(fmt.Sprintf("network.trusted_proxies[%d]", i), "%q is not a CIDR prefix like \"203.0.113.0/24\" or an IP", p)
+			add(fmt.Sprintf("network.trusted_proxies[%d]", i), "%q is not a CIDR prefix or an IP; write a prefix such as \"203.0.113.0/24\" or a single IP such as \"203.0.113.7\", or remove it", p)
 		}
 	}
 	if n.ProxyProtocol && len(n.TrustedProxies) == 0 {
-		add("network.trusted_proxies", "is empty; network.proxy_protocol needs the proxies' addresses")
+		add("network.trusted_proxies, network.proxy_protocol", "is empty, and network.proxy_protocol needs the proxies' addresses; list them, such as [\"203.0.113.0/24\"], or set network.proxy_protocol = false")
 	}
 	if _, err := parsePublicAddress(n.PublicAddress); err != nil {
-		add("network.public_address", "%q: %v", n.PublicAddress, err)
+		add("network.public_address", "%q: %v; set it to the \"IP:port\" players connect to, such as \"203.0.113.5:19132\" or \"[2001:db8::5]:19132\", or \"\" to advertise the listening ports", n.PublicAddress, err)
 	}
 	if (n.NetherNetTLSCert == "") != (n.NetherNetTLSKey == "") {
-		add("network.nethernet_tls_cert, network.nethernet_tls_key", "set both (HTTPS) or neither (HTTP)")
+		add("network.nethernet_tls_cert, network.nethernet_tls_key", "only one is set; set both to PEM files for HTTPS, or both to \"\" for plain HTTP")
 	}
 	if n.NetherNetICEPort < 0 || n.NetherNetICEPort > math.MaxUint16 {
-		add("network.nethernet_ice_port", "%d is outside 0-65535", n.NetherNetICEPort)
+		add("network.nethernet_ice_port", "%d is outside 0-65535; set it to 0 to share the game port, or to a free UDP port from 1 to 65535", n.NetherNetICEPort)
 	}
 	if n.Sockets < 1 || n.Sockets > raknet.MaxSockets {
-		add("network.sockets", "%d is outside 1-%d", n.Sockets, raknet.MaxSockets)
+		add("network.sockets", "%d is outside 1-%d; set it to 1, or to at most the number of CPU cores to spare", n.Sockets, raknet.MaxSockets)
 	}
 
 	// [server]
 	s := uc.Server
 	if e := motd.Edition(s.Edition); e != motd.EditionBedrock && e != motd.EditionEducation {
-		add("server.edition", "%q is not %q or %q", s.Edition, motd.EditionBedrock, motd.EditionEducation)
+		add("server.edition", "%q is not an edition; set it to %q for Bedrock Edition or %q for Education Edition", s.Edition, motd.EditionBedrock, motd.EditionEducation)
 	}
 	if !slices.Contains(gameModes, s.GameMode) {
-		add("server.game_mode", "%q is not one of %s", s.GameMode, strings.Join(gameModes, ", "))
+		add("server.game_mode", "%q is not a game mode; set it to one of %s, capitalised as shown", s.GameMode, strings.Join(gameModes, ", "))
 	}
 	if s.MaxPlayers < 1 {
 		add("server.max_players", "%d is less than 1; set it to the most players you want online at once", s.MaxPlayers)
 	}
 	if !isVersion(s.Version) {
-		add("server.version", "%q is not a version like \"1.26.50\"", s.Version)
+		add("server.version", "%q is not a version; set it to the game version in network form, such as %q", s.Version, def.Server.Version)
 	}
 	if err := checkProtocol(s.Protocol); err != nil {
-		add("server.protocol", "%v", err)
+		add("server.protocol", "%v; set it to one of %v", err, session.KnownProtocols())
 	}
 	if len(s.AcceptedProtocols) == 0 {
-		add("server.accepted_protocols", "is empty; list at least one protocol")
+		add("server.accepted_protocols", "is empty; list at least one of %v", session.KnownProtocols())
 	}
 	for i, p := range s.AcceptedProtocols {
 		if err := checkProtocol(p); err != nil {
-			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v", err)
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%v; list only protocols of %v", err, session.KnownProtocols())
 		} else if _, ok := session.LookupProtocol(int32(p)); !ok {
-			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%d is not a protocol this build speaks %v", p, session.KnownProtocols())
+			add(fmt.Sprintf("server.accepted_protocols[%d]", i), "%d is not a protocol this build speaks; list only protocols of %v", p, session.KnownProtocols())
 		}
 	}
 	if len(s.AcceptedProtocols) > 0 && !slices.Contains(s.AcceptedProtocols, s.Protocol) {
-		add("server.protocol", "%d is not in server.accepted_protocols %v", s.Protocol, s.AcceptedProtocols)
+		add("server.protocol, server.accepted_protocols", "%d is not in server.accepted_protocols %v; set it to one of them, or add it to server.accepted_protocols", s.Protocol, s.AcceptedProtocols)
 	}
 	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
-		add("server.disconnect_message", "%v", err)
+		add("server.disconnect_message", "%v; remove it, or write %s for the player's name", err, session.PlayerPlaceholder)
 	}
 	if h := BuiltinHandler(s.Handler); h != HandlerGate && h != HandlerLobby {
-		add("server.handler", "%q is not %q or %q", s.Handler, HandlerGate, HandlerLobby)
+		add("server.handler", "%q is not a handler; set it to %q or %q", s.Handler, HandlerGate, HandlerLobby)
 	}
 	if err := checkPlaceholders(s.Greeting); err != nil {
-		add("server.greeting", "%v", err)
+		add("server.greeting", "%v; remove it, or write %s for the player's name", err, session.PlayerPlaceholder)
 	}
-	checkDuration(add, "server.login_timeout", s.LoginTimeout, maxLoginTimeout)
+	checkDuration(add, "server.login_timeout", s.LoginTimeout, def.Server.LoginTimeout, maxLoginTimeout)
 	if d, err := time.ParseDuration(s.ShutdownGrace); err != nil {
-		add("server.shutdown_grace", "%q is not a duration like \"10s\"", s.ShutdownGrace)
+		add("server.shutdown_grace", "%q is not a duration; write it with a unit, such as \"10s\", or \"0s\" to close at once", s.ShutdownGrace)
 	} else if d < 0 || d > maxShutdownGrace {
-		add("server.shutdown_grace", "%v is outside 0s-%v", d, maxShutdownGrace)
+		add("server.shutdown_grace", "%v is outside 0s-%v; set it to at most %v, such as \"10s\", or \"0s\" to close at once", d, maxShutdownGrace, maxShutdownGrace)
 	}
 	if s.OnlineMode {
 		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add("server.auth_discovery_url", "%q is not an http(s) URL", s.AuthDiscoveryURL)
+			add("server.auth_discovery_url", "%q is not an http(s) URL; set it to %q, or set server.online_mode = false", s.AuthDiscoveryURL, def.Server.AuthDiscoveryURL)
 		}
 		if u, err := url.Parse(s.AuthIssuer); s.AuthIssuer != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
-			add("server.auth_issuer", "%q is not an http(s) URL (empty means none)", s.AuthIssuer)
+			add("server.auth_issuer", "%q is not an http(s) URL; set it to %q, or \"\" for none", s.AuthIssuer, def.Server.AuthIssuer)
 		}
 	}
 	if s.AllowlistFile == "" {
-		add("server.allowlist_file", "is empty")
+		add("server.allowlist_file", "is empty; set it to a file name, such as %q (created if missing)", def.Server.AllowlistFile)
 	}
 	if s.BansFile == "" {
-		add("server.bans_file", "is empty")
+		add("server.bans_file", "is empty; set it to a file name, such as %q (created if missing)", def.Server.BansFile)
 	}
 	errs = append(errs, uc.checkMOTD()...)
 
 	// [log]
 	if !slices.Contains(logLevels, uc.Log.Level) {
-		add("log.level", "%q is not one of %s", uc.Log.Level, strings.Join(logLevels, ", "))
+		add("log.level", "%q is not a level; set it to one of %s", uc.Log.Level, strings.Join(logLevels, ", "))
 	}
 	if f := uc.Log.Format; f != "console" && f != "json" {
-		add("log.format", "%q is not \"console\" or \"json\"", f)
+		add("log.format", "%q is not a format; set it to \"console\" or \"json\"", f)
 	}
 	if m := uc.Log.FileMaxMiB; m < 1 || m > maxLogFileMiB {
-		add("log.file_max_mib", "%d is outside 1-%d", m, maxLogFileMiB)
+		add("log.file_max_mib", "%d is outside 1-%d; set it to a size in MiB in that range, such as %d", m, maxLogFileMiB, def.Log.FileMaxMiB)
 	}
 	if uc.Log.FileBackups < 0 {
-		add("log.file_backups", "%d is negative (0 keeps every rotated file)", uc.Log.FileBackups)
+		add("log.file_backups", "%d is negative; set it to how many rotated files to keep, or 0 to keep them all", uc.Log.FileBackups)
 	}
 
 	// [raknet]
 	r := uc.RakNet
 	if r.MaxMTU < raknet.MinMTU || r.MaxMTU > raknet.MaxMTU {
-		add("raknet.max_mtu", "%d is outside %d-%d", r.MaxMTU, raknet.MinMTU, raknet.MaxMTU)
+		add("raknet.max_mtu", "%d is outside %d-%d; set it to a size in that range, such as %d", r.MaxMTU, raknet.MinMTU, raknet.MaxMTU, def.RakNet.MaxMTU)
 	}
 	switch {
 	case r.MaxConnections < 0:
-		add("raknet.max_connections", "%d is negative (0 means derive it from server.max_players)", r.MaxConnections)
+		add("raknet.max_connections", "%d is negative; set it to 0 to derive it from server.max_players, or to a positive count", r.MaxConnections)
 	case r.MaxConnections > 0 && r.MaxConnections < s.MaxPlayers:
-		add("raknet.max_connections", "%d is less than server.max_players %d", r.MaxConnections, s.MaxPlayers)
+		add("raknet.max_connections", "%d is less than server.max_players %d; set it to at least %d, or 0 to derive it from server.max_players", r.MaxConnections, s.MaxPlayers, s.MaxPlayers)
 	}
-	checkDuration(add, "raknet.timeout", r.Timeout, maxTimeout)
+	checkDuration(add, "raknet.timeout", r.Timeout, def.RakNet.Timeout, maxTimeout)
 	if len(r.ProtocolVersions) == 0 {
-		add("raknet.protocol_versions", "is empty; list at least one version")
+		add("raknet.protocol_versions", "is empty; list at least one of %v", raknet.DefaultProtocolVersions)
 	}
 	for i, v := range r.ProtocolVersions {
 		if v < 0 || v > math.MaxUint8 || !slices.Contains(raknet.DefaultProtocolVersions, byte(v)) {
@@ -160,10 +164,10 @@ func (uc UserConfig) Validate() error {
 		}
 	}
 	if r.MaxConnectionsPerIP < 0 {
-		add("raknet.max_connections_per_ip", "%d is negative (0 means no limit)", r.MaxConnectionsPerIP)
+		add("raknet.max_connections_per_ip", "%d is negative; set it to 0 for no limit, or to a positive count", r.MaxConnectionsPerIP)
 	}
 	if b := int64(r.MemoryBudget); b < minMemoryBudget || b > maxMemoryBudget {
-		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB)", b, minMemoryBudget, int64(maxMemoryBudget))
+		add("raknet.memory_budget", "%d is outside %d-%d (4 MiB-64 GiB); set it to a byte count in that range, such as %d (128 MiB)", b, minMemoryBudget, int64(maxMemoryBudget), def.RakNet.MemoryBudget)
 	}
 
 	// [metrics]
@@ -171,7 +175,7 @@ func (uc UserConfig) Validate() error {
 		add("metrics.address", "%q: %v; write it as \"IP:port\", such as \"127.0.0.1:9100\", or \"\" to serve no metrics", uc.Metrics.Address, err)
 	}
 	if uc.Metrics.Pprof && uc.Metrics.Address == "" {
-		add("metrics.pprof", "is true but metrics.address is empty; set an address to serve it on")
+		add("metrics.pprof, metrics.address", "is true but metrics.address is empty; set metrics.address, such as \"127.0.0.1:9100\", or set metrics.pprof = false")
 	}
 	return uc.withLines(errors.Join(errs...))
 }
@@ -207,7 +211,7 @@ func parsePublicAddress(s string) (netip.AddrPort, error) {
 	case ip.Zone() != "":
 		return netip.AddrPort{}, fmt.Errorf("host %q has a zone, which players elsewhere cannot use", host)
 	case ip.IsUnspecified():
-		return netip.AddrPort{}, fmt.Errorf("host %q is the unspecified address; give the one players reach", host)
+		return netip.AddrPort{}, fmt.Errorf("host %q is the unspecified address, not one players can reach", host)
 	case ip.IsMulticast():
 		return netip.AddrPort{}, fmt.Errorf("host %q is a multicast address", host)
 	}
@@ -215,16 +219,17 @@ func parsePublicAddress(s string) (netip.AddrPort, error) {
 }
 
 // checkDuration checks a Go duration string that must be more than 0 and at
-// most limit, reporting a problem with add.
-func checkDuration(add func(key, format string, args ...any), key, v string, limit time.Duration) {
+// most limit, reporting a problem with add; def is the key's default,
+// offered in the fix.
+func checkDuration(add func(key, format string, args ...any), key, v, def string, limit time.Duration) {
 	d, err := time.ParseDuration(v)
 	switch {
 	case err != nil:
-		add(key, "%q is not a duration like \"10s\"", v)
+		add(key, "%q is not a duration; write it with a unit, such as %q", v, def)
 	case d <= 0:
-		add(key, "%v is not more than 0", d)
+		add(key, "%v is not more than 0; set it to a duration up to %v, such as %q", d, limit, def)
 	case d > limit:
-		add(key, "%v is longer than %v", d, limit)
+		add(key, "%v is longer than %v; set it to at most %v, such as %q", d, limit, limit, def)
 	}
 }
 
@@ -252,7 +257,7 @@ func checkAddress(addr string, v6 bool) error {
 	case v6 && !ip.Is6():
 		return fmt.Errorf("host %q is not an IPv6 address", host)
 	case v6 && ip.Is4In6():
-		return fmt.Errorf("host %q is an IPv4-mapped address; put it in network.address_v4", host)
+		return fmt.Errorf("host %q is an IPv4-mapped address, which belongs in network.address_v4", host)
 	case !v6 && !ip.Is4():
 		return fmt.Errorf("host %q is not an IPv4 address", host)
 	}
@@ -315,7 +320,7 @@ func checkPlaceholders(msg string) error {
 		if j < 0 {
 			return nil // a lone '{' is text
 		}
-		return fmt.Errorf("unknown placeholder %q; only %s is supported", rest[:j+1], session.PlayerPlaceholder)
+		return fmt.Errorf("unknown placeholder %q (only %s is supported)", rest[:j+1], session.PlayerPlaceholder)
 	}
 }
 
@@ -355,16 +360,16 @@ func (uc UserConfig) checkMOTD() []error {
 		fe, ok := errors.AsType[*motd.FieldError](e)
 		switch {
 		case ok && fe.Field == "ServerName":
-			errs = append(errs, keyError("server.name", "%v", fe.Err))
+			errs = append(errs, keyError("server.name", "%v; %s", fe.Err, nameFix))
 		case ok && fe.Field == "LevelName":
-			errs = append(errs, keyError("server.level_name", "%v", fe.Err))
+			errs = append(errs, keyError("server.level_name", "%v; %s", fe.Err, nameFix))
 		case errors.Is(e, motd.ErrTooLong):
 			st := uc.worstStatus()
 			st.ServerName, st.LevelName = "", ""
 			b, _ := st.Encode()
 			over := len(b) + len(uc.Server.Name) + len(uc.Server.LevelName) - motd.MaxEncodedLen
 			errs = append(errs, keyError("server.name, server.level_name",
-				"together %d bytes too long for the %d-byte MOTD", over, motd.MaxEncodedLen))
+				"together %d bytes too long for the %d-byte MOTD; shorten them by %d bytes", over, motd.MaxEncodedLen, over))
 		}
 		// Other fields are checked, with clearer messages, by Validate.
 	}

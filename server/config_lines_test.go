@@ -19,7 +19,7 @@ func TestLoadConfigErrorsNameLine(t *testing.T) {
 			[]string{"line 2: network.address_v4, network.address_v6: both are empty"}},
 		{"dotted key", "server.max_players = -1\n", []string{"line 1: server.max_players: -1 is less than 1"}},
 		{"two problems", "[log]\nlevel = \"loud\"\n[metrics]\npprof = true\n",
-			[]string{"line 2: log.level: ", "line 4: metrics.pprof: is true but metrics.address is empty"}},
+			[]string{"line 2: log.level: ", "line 4: metrics.pprof, metrics.address: is true but metrics.address is empty"}},
 	}
 	for _, tc := range tests {
 		_, err := LoadConfig(writeConfig(t, tc.doc))

@@ -39,8 +39,8 @@ func TestListenErrorMessages(t *testing.T) {
 		err  error
 		want string
 	}{
-		{syscall.EACCES, "network.address_v4 0.0.0.0:80: permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE, so use a port of 1024 or above"},
-		{inner, "network.address_v4 0.0.0.0:80: boom"},
+		{syscall.EACCES, "network.address_v4 0.0.0.0:80: permission denied, as ports below 1024 need root or CAP_NET_BIND_SERVICE; set network.address_v4 to a port of 1024 or above, or grant the binary CAP_NET_BIND_SERVICE"},
+		{inner, "network.address_v4 0.0.0.0:80: boom; set network.address_v4 to an address of this machine with a free port"},
 	}
 	for _, tc := range tests {
 		e := &listenError{key: "network.address_v4", addr: "0.0.0.0:80", err: tc.err}

@@ -31,7 +31,7 @@ func (uc UserConfig) Logger() (*zerolog.Logger, io.Closer, error) {
 func (uc UserConfig) logger(stderr io.Writer, terminal bool) (*zerolog.Logger, io.Closer, error) {
 	lvl, err := zerolog.ParseLevel(uc.Log.Level)
 	if err != nil || !slices.Contains(logLevels, uc.Log.Level) {
-		return nil, nil, uc.withLines(keyError("log.level", "%q is not a level; use one of trace, debug, info, warn, error", uc.Log.Level))
+		return nil, nil, uc.withLines(keyError("log.level", "%q is not a level; set it to one of trace, debug, info, warn, error", uc.Log.Level))
 	}
 	var (
 		w          io.Writer = stderr
@@ -44,7 +44,7 @@ func (uc UserConfig) logger(stderr io.Writer, terminal bool) (*zerolog.Logger, i
 		// a bad path is reported before the server starts.
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			return nil, nil, uc.withLines(keyError("log.file", "%v; fix the path or its directory's permissions, or set log.file = '' to log to standard error", err))
+			return nil, nil, uc.withLines(keyError("log.file", "%v; fix the path or its directory's permissions, or set log.file = \"\" to log to standard error", err))
 		}
 		_ = f.Close()
 		lj := &lumberjack.Logger{

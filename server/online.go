@@ -66,7 +66,16 @@ func (srv *Server) initAccess() {
 // Listen: a file that does not parse stops the server from starting, as
 // it could otherwise open a private server to everyone.
 func (srv *Server) loadAccess() error {
-	return errors.Join(srv.access.loadAllow(), srv.access.loadBans())
+	var errs []error
+	if err := srv.access.loadAllow(); err != nil {
+		errs = append(errs, fileError("server.allowlist_file", err,
+			`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`))
+	}
+	if err := srv.access.loadBans(); err != nil {
+		errs = append(errs, fileError("server.bans_file", err,
+			`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`))
+	}
+	return errors.Join(errs...)
 }
 
 // startAccess starts fetching the keys of online mode and watching the

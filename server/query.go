@@ -125,7 +125,7 @@ func (c *Config) loadCookieSecret(path, dir string, log *zerolog.Logger) error {
 	_, statErr := os.Stat(path)
 	secret, err := LoadOrCreateCookieSecret(path)
 	if err != nil {
-		return keyError("network.cookie_secret_file", "%v", err)
+		return fileError("network.cookie_secret_file", err, "")
 	}
 	c.CookieSecret, c.CookieSecretFile = secret, path
 	if errors.Is(statErr, fs.ErrNotExist) {

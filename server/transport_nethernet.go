@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -30,7 +29,8 @@ func (c *Config) loadNetherNet(uc UserConfig, log *zerolog.Logger) error {
 	c.NetherNetIdentityFile = resolve(n.NetherNetIDFile, filepath.Dir(c.GUIDFile))
 	key, created, err := nethernet.LoadIdentityKey(c.NetherNetIdentityFile)
 	if err != nil {
-		return fmt.Errorf("network.nethernet_identity_file: %w", err)
+		return fileError("network.nethernet_identity_file", err,
+			"delete the file to make a new key (players who trusted the old one are asked again), or set network.nethernet_identity_file to the right file")
 	}
 	c.NetherNetIdentityKey = key
 	if created {
@@ -83,7 +83,11 @@ func (srv *Server) listenNetherNet() error {
 	}
 	l, err := nc.Listen()
 	if err != nil {
-		return err
+		key := "network.address_v4"
+		if srv.v4 == nil {
+			key = "network.address_v6"
+		}
+		return netherNetListenError(key, addr, nc.ICEAddr, err)
 	}
 	srv.nn = l
 	return nil
