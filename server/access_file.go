@@ -178,7 +178,7 @@ func (a *access) saveBans() error {
 // its list as it was, and the error says why. The server reloads on its
 // own when a file changes; main reloads on SIGHUP too.
 func (srv *Server) Reload() error {
-	err := errors.Join(srv.access.loadAllow(), srv.access.loadBans())
+	err := srv.loadAccess()
 	if err != nil {
 		srv.log.Error().Err(err).Msg("reload: keeping the lists in force")
 	} else {
@@ -209,10 +209,10 @@ func (srv *Server) watchAccess(interval time.Duration, done <-chan struct{}) {
 		}
 		var err error
 		if allow {
-			err = a.loadAllow()
+			err = allowlistError(a.loadAllow())
 		}
 		if bans {
-			err = errors.Join(err, a.loadBans())
+			err = errors.Join(err, bansError(a.loadBans()))
 		}
 		if err != nil {
 			// Stamp the bad version, so it is reported once, not every

@@ -66,16 +66,27 @@ func (srv *Server) initAccess() {
 // Listen: a file that does not parse stops the server from starting, as
 // it could otherwise open a private server to everyone.
 func (srv *Server) loadAccess() error {
-	var errs []error
-	if err := srv.access.loadAllow(); err != nil {
-		errs = append(errs, fileError("server.allowlist_file", err,
-			`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`))
+	return errors.Join(allowlistError(srv.access.loadAllow()), bansError(srv.access.loadBans()))
+}
+
+// allowlistError names server.allowlist_file and the fix in an error of
+// loadAllow; nil stays nil.
+func allowlistError(err error) error {
+	if err == nil {
+		return nil
 	}
-	if err := srv.access.loadBans(); err != nil {
-		errs = append(errs, fileError("server.bans_file", err,
-			`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`))
+	return fileError("server.allowlist_file", err,
+		`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`)
+}
+
+// bansError names server.bans_file and the fix in an error of loadBans;
+// nil stays nil.
+func bansError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	return fileError("server.bans_file", err,
+		`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`)
 }
 
 // startAccess starts fetching the keys of online mode and watching the
