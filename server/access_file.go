@@ -214,6 +214,7 @@ func (srv *Server) watchAccess(interval time.Duration, done <-chan struct{}) {
 		if bans {
 			err = errors.Join(err, bansError(a.loadBans()))
 		}
+		err = srv.conf.locate(err)
 		if err != nil {
 			// Stamp the bad version, so it is reported once, not every
 			// interval.

@@ -515,6 +515,11 @@ type Config struct {
 	// MetricsAddress.
 	MetricsPprof bool
 
+	// lines is the line of the configuration file that set each key,
+	// from UserConfig.Config, for errors found once the server runs to
+	// point at; nil for none.
+	lines map[string]int
+
 	// listenPacket opens the listeners' sockets; nil means
 	// net.ListenPacket. Tests use it to simulate a host without IPv6.
 	listenPacket func(network, address string) (net.PacketConn, error)
@@ -708,6 +713,7 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		c.GUIDFile = cmp(uc.name, "config") + ".guid"
 	}
 	c.GUIDFile = uc.resolve(c.GUIDFile)
+	c.lines = uc.lines
 	c.AuthenticationDisabled = !uc.Server.OnlineMode
 	c.Auth.DiscoveryURL, c.Auth.Issuer = uc.Server.AuthDiscoveryURL, uc.Server.AuthIssuer
 	if c.Auth.Issuer == "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,5 +273,48 @@ func TestReloadErrorsSayTheFix(t *testing.T) {
 	}
 	if err := srv.Reload(); err != nil {
 		t.Errorf("Reload of fixed files: got %v, want nil", err)
+	}
+}
+
+// TestListenErrorsNameLine checks a listener address that cannot be bound,
+// and an access file that does not parse, found once the server starts,
+// point at the line of the configuration file that set them.
+func TestListenErrorsNameLine(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := func(addr, allow string) string {
+		return "[network]\naddress_v4 = \"" + addr + "\"\naddress_v6 = \"\"\nnethernet = false\n" +
+			"[server]\nonline_mode = false\nguid_file = '" + filepath.Join(dir, "guid") + "'\n" +
+			"allowlist_file = '" + allow + "'\n"
+	}
+	for _, tc := range []struct {
+		name, doc, key string
+		line           int
+	}{
+		{"port in use", doc(pc.LocalAddr().String(), filepath.Join(dir, "allowlist.json")), "network.address_v4", 2},
+		{"allowlist not JSON", doc("127.0.0.1:0", bad), "server.allowlist_file", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uc, err := LoadConfig(writeConfig(t, tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := uc.Config(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := c.New()
+			err = srv.Listen()
+			_ = srv.Close()
+			checkFixes(t, err, tc.key, tc.line)
+		})
 	}
 }

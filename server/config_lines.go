@@ -70,22 +70,13 @@ func (uc UserConfig) withLines(err error) error {
 	if err == nil || uc.lines == nil {
 		return err
 	}
-	lines := uc.lines
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		ke, ok := errors.AsType[*KeyError](e)
-		if !ok {
-			continue
-		}
-		for k := range strings.SplitSeq(ke.Key, ", ") {
-			k, _, _ = strings.Cut(k, "[")
-			if line, ok := lines[k]; ok {
-				ke.Line = line
-				break
-			}
+		if ke, ok := errors.AsType[*KeyError](e); ok {
+			ke.Line = uc.keyLine(ke.Key)
 		}
 	}
 	if len(errs) == 1 {
@@ -94,6 +85,49 @@ func (uc UserConfig) withLines(err error) error {
 	// In the file's order, keys left at their default last.
 	slices.SortStableFunc(errs, func(a, b error) int { return cmpLine(lineOf(a), lineOf(b)) })
 	return errors.Join(errs...)
+}
+
+// keyLine returns the line of the file uc was loaded from that set key, or
+// the first of several keys ("a, b") that the file sets; an index ("[2]")
+// after a key is looked up as the key. 0 means none.
+func (uc UserConfig) keyLine(key string) int { return keyLine(uc.lines, key) }
+
+// keyLine returns the line lines gives key, as UserConfig.keyLine.
+func keyLine(lines map[string]int, key string) int {
+	for k := range strings.SplitSeq(key, ", ") {
+		k, _, _ = strings.Cut(k, "[")
+		if line, ok := lines[k]; ok {
+			return line
+		}
+	}
+	return 0
+}
+
+// locate sets, in every error about a key within err (wrapped or joined
+// at any depth), the line of the configuration file that set the key, so
+// that errors found once the server runs, such as a listener's address
+// that cannot be bound or an allowlist file that does not parse, point at
+// it too. It must run before err is wrapped with fmt.Errorf, which renders
+// the message at once. It returns err.
+func (c *Config) locate(err error) error {
+	if err == nil || c.lines == nil {
+		return err
+	}
+	switch e := err.(type) {
+	case *KeyError:
+		e.Line = keyLine(c.lines, e.Key)
+	case *listenError:
+		e.line = keyLine(c.lines, e.key)
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			c.locate(e)
+		}
+	case interface{ Unwrap() error }:
+		c.locate(u.Unwrap())
+	}
+	return err
 }
 
 // lineOf returns the line of err if it is a KeyError with one, else 0.

@@ -13,10 +13,22 @@ import (
 type listenError struct {
 	key, addr string
 	err       error
+	// line is the line of the configuration file that set key, 0 for
+	// none (see UserConfig.Locate).
+	line int
 }
 
-// Error says which key's address failed, why, and the fix.
+// Error says which key's address failed (and its line, when known), why,
+// and the fix.
 func (e *listenError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("line %d: %s", e.line, e.explain())
+	}
+	return e.explain()
+}
+
+// explain is Error without the line.
+func (e *listenError) explain() string {
 	switch {
 	case errors.Is(e.err, syscall.EADDRINUSE):
 		return fmt.Sprintf("%s %s: the port is in use by another program (another Basalt or Bedrock server?); stop it, or set %s to a free port", e.key, e.addr, e.key)

@@ -43,7 +43,7 @@ func (srv *Server) listenMetrics() error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &listenError{key: "metrics.address", addr: addr, err: err}
+		return srv.conf.locate(&listenError{key: "metrics.address", addr: addr, err: err})
 	}
 	reg := srv.registry()
 	log := srv.log.With().Str("src", "metrics").Logger()

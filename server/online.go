@@ -66,7 +66,7 @@ func (srv *Server) initAccess() {
 // Listen: a file that does not parse stops the server from starting, as
 // it could otherwise open a private server to everyone.
 func (srv *Server) loadAccess() error {
-	return errors.Join(allowlistError(srv.access.loadAllow()), bansError(srv.access.loadBans()))
+	return srv.conf.locate(errors.Join(allowlistError(srv.access.loadAllow()), bansError(srv.access.loadBans())))
 }
 
 // allowlistError names server.allowlist_file and the fix in an error of

@@ -272,7 +272,7 @@ func (srv *Server) Listen() error {
 			if g.l == &srv.v6 {
 				key = "network.address_v6"
 			}
-			return &listenError{key: key, addr: addr, err: err}
+			return c.locate(&listenError{key: key, addr: addr, err: err})
 		}
 		*g.l = l
 	}

@@ -87,7 +87,7 @@ func (srv *Server) listenNetherNet() error {
 		if srv.v4 == nil {
 			key = "network.address_v6"
 		}
-		return netherNetListenError(key, addr, nc.ICEAddr, err)
+		return c.locate(netherNetListenError(key, addr, nc.ICEAddr, err))
 	}
 	srv.nn = l
 	return nil
