@@ -387,6 +387,8 @@ func TestConfig(t *testing.T) {
 		// The key is new; its file is checked below.
 		NetherNetIdentityKey:  c.NetherNetIdentityKey,
 		NetherNetIdentityFile: filepath.Join(dir, "nethernet_identity"),
+		// For errors found once the server runs to name their line.
+		lines: keyLines(DefaultConfigFile()),
 	}
 	if c.NetherNetIdentityKey == nil {
 		t.Error("no NetherNet identity key")
