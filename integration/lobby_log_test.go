@@ -16,6 +16,7 @@ import (
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/session"
 	goraknet "github.com/sandertv/go-raknet"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -120,8 +121,10 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 		t.Errorf("Slow: %v; want a disconnect after the join timeout", err)
 	}
 
-	// One protocol below the known range, one above.
-	for _, p := range []int32{2192, 2226} {
+	// One protocol below the known range, one above (2192 and 2226 today).
+	known := session.KnownProtocols()
+	older, newer := known[0]-1, known[len(known)-1]+1
+	for _, p := range []int32{older, newer} {
 		rc := dial(t, raknet.Dialer{}, addr, lobbyWait)
 		req := []byte{0xfe, 0x06, 0xc1, 0x01, byte(p >> 24), byte(p >> 16), byte(p >> 8), byte(p)}
 		if _, err := rc.Write(req); err != nil {
@@ -138,8 +141,8 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 		{"message": "player left the lobby", "player": "Steve", "why": nil},
 		{"message": "player timed out while joining the lobby", "player": "Slow", "phase": "packs", "timeout": "500ms"},
 		{"message": "player left while joining the lobby", "player": "Slow", "why": "timed out while joining", "phase": "packs"},
-		{"message": "refused client protocol", "protocol": 2192.0, "status": "LoginFailed_ClientOld", "raddr": nil},
-		{"message": "refused client protocol", "protocol": 2226.0, "status": "LoginFailed_ServerOld", "raddr": nil},
+		{"message": "refused client protocol", "protocol": float64(older), "status": "LoginFailed_ClientOld", "raddr": nil},
+		{"message": "refused client protocol", "protocol": float64(newer), "status": "LoginFailed_ServerOld", "raddr": nil},
 	}
 	deadline := time.Now().Add(lobbyWait)
 	for {
