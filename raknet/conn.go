@@ -240,9 +240,6 @@ type Conn struct {
 	errLog   int
 	// notified is set once DisconnectionNotification was queued by Close.
 	notified bool
-	// Set while the layer delivers, acted on once it returns, so the
-	// datagram that carried them is in the ACK set first.
-	peerClosed, justEstablished bool
 
 	// out holds the datagrams built under mu; unlock writes them.
 	out *outbox
@@ -319,7 +316,6 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 	c.layer = reliability.New(reliability.Config{
 		Budget:          budget,
 		MaxDatagram:     udpPayload(mtu, raddr),
-		Deliver:         c.deliver,
 		Receipt:         c.receipt,
 		MaxSendBuffer:   cfg.sendBuffer,
 		MaxHeldMessages: cfg.readQueue,

@@ -170,7 +170,8 @@ func (c *Conn) handle(b []byte, now time.Time) {
 			}
 		}
 	}
-	if c.afterDeliver(now) {
+	c.receive(now)
+	if c.state == stateClosed {
 		return
 	}
 	if c.layer.Buffered() < before {
@@ -190,25 +191,6 @@ func (c *Conn) handle(b []byte, now time.Time) {
 	}
 }
 
-// afterDeliver acts on what the layer delivered in this pass, once the
-// datagrams that carried it are in the ACK set, and reports whether the
-// connection is closed.
-func (c *Conn) afterDeliver(now time.Time) bool {
-	if c.justEstablished {
-		c.justEstablished = false
-		c.establish()
-	}
-	if c.peerClosed {
-		// The datagram that carried DisconnectionNotification is in the
-		// ACK set by now: acknowledge it in this pass, so the peer's Close
-		// returns without waiting for a resend.
-		c.flushFinal(now)
-		c.lingering = true
-		c.finish(closedBy(ErrPeerClosed))
-	}
-	return c.state == stateClosed
-}
-
 // notifyPeer queues DisconnectionNotification, reliable and ordered behind
 // everything written before it.
 func (c *Conn) notifyPeer(now time.Time) {
@@ -216,18 +198,33 @@ func (c *Conn) notifyPeer(now time.Time) {
 	c.sendControl(now, disconnect(true))
 }
 
-// deliver receives every message the layer delivers, in order, with c.mu
-// held, and reports whether it keeps it for Read (which then counts against
-// the layer's delivery budget until ReadPacket takes it). The control
-// protocol answers its messages. A message the layer hands over as owned
-// (reassembled, or one that waited in an ordering queue) is queued as it
-// is; one that points into the datagram is copied, once: that copy is
-// what ReadPacket returns.
-func (c *Conn) deliver(msg []byte, owned bool) bool {
-	if c.state == stateClosed || c.peerClosed {
-		return false
+// receive takes, in order, every message the layer delivered in this pass
+// (the datagram handled, or the room a Read made), once the datagram that
+// carried them is in the ACK set: the control protocol answers its
+// messages at now, and the application's are queued for Read. The layer
+// gets back at once the room of each message not kept. c.mu is held.
+func (c *Conn) receive(now time.Time) {
+	for c.state != stateClosed {
+		msg, owned, ok := c.layer.Next()
+		if !ok {
+			break
+		}
+		if !c.take(msg, owned, now) {
+			c.layer.Release(len(msg))
+		}
 	}
-	now := c.lastRecv
+	if c.ctl.latency > 0 {
+		c.latency.Store(int64(c.ctl.latency))
+	}
+}
+
+// take runs one delivered message through the control protocol at now
+// and reports whether it is kept for Read (it then counts against the
+// layer's delivery budget until ReadPacket takes it). A message the layer
+// hands over as owned (reassembled, or one that waited in an ordering
+// queue) is queued as it is; one that points into the datagram is copied,
+// once: that copy is what ReadPacket returns.
+func (c *Conn) take(msg []byte, owned bool, now time.Time) bool {
 	ev, replies := c.ctl.handle(msg, now)
 	for _, r := range replies {
 		c.sendControl(now, r)
@@ -239,12 +236,16 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 	case evMalformed:
 		c.drop()
 	case evEstablished:
-		c.justEstablished = true
 		if c.ctl.dial {
 			c.lastSent = now
 		}
+		c.establish()
 	case evPeerClosed:
-		c.peerClosed = true
+		// Acknowledge the datagram that carried it in this pass, so the
+		// peer's Close returns without waiting for a resend.
+		c.flushFinal(now)
+		c.lingering = true
+		c.finish(closedBy(ErrPeerClosed))
 	case evData:
 		if c.state == stateClosing {
 			return false
@@ -261,9 +262,6 @@ func (c *Conn) deliver(msg []byte, owned bool) bool {
 		c.readQ = append(c.readQ, msg)
 		c.wakeReaders()
 		return true
-	}
-	if c.ctl.latency > 0 {
-		c.latency.Store(int64(c.ctl.latency))
 	}
 	return false
 }

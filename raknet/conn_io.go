@@ -136,7 +136,7 @@ func (c *Conn) read(into []byte) ([]byte, int, error) {
 				// the layer may deliver what waited for it and asks for
 				// what it refused.
 				c.layer.Consumed(now, len(p))
-				c.afterDeliver(now)
+				c.receive(now)
 			}
 			var n int
 			var err error

@@ -379,18 +379,6 @@ func (f *filterConn) sizesOf(id byte) []int {
 	return sizes
 }
 
-// filterListen returns a ListenPacket hook that wraps the socket in f.
-func filterListen(f *filterConn) func(network, address string) (net.PacketConn, error) {
-	return func(network, address string) (net.PacketConn, error) {
-		pc, err := net.ListenPacket(network, address)
-		if err != nil {
-			return nil, err
-		}
-		f.PacketConn = pc
-		return f, nil
-	}
-}
-
 // blackHole is a switch for a filterConn: once on, nothing is written or
 // read.
 type blackHole struct{ on atomic.Bool }

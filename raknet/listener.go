@@ -173,6 +173,12 @@ type ListenConfig struct {
 	// it runs on several goroutines at once, so it must be safe for
 	// concurrent use. It must not keep req or dst, and must not block.
 	Query func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error)
+	// Foreign, if set, receives the datagrams of another protocol that
+	// shares the socket: STUN and DTLS (see IsForeign), which no RakNet
+	// peer sends a server. Listener.WriteForeign answers them. Foreign is
+	// called by the socket's reader (with Sockets > 1, by several at
+	// once), must not keep b and must not block.
+	Foreign func(b []byte, from netip.AddrPort)
 	// ProxyProtocol makes the listener take PROXY protocol headers, v2
 	// (binary) or v1 (text, as nginx sends), which tunnels, balancers and
 	// DDoS filters (playit.gg, frp, nginx, TCPShield-style) put in front of the datagrams they forward, from the sources in

@@ -45,6 +45,10 @@ func (l *Listener) newReader() handler {
 // handle takes one datagram from the socket's reader.
 func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 	l := r.l
+	if l.cfg.Foreign != nil && IsForeign(b) {
+		l.cfg.Foreign(b, from)
+		return
+	}
 	// Replies go to via, where the datagram came from; behind a proxy,
 	// from becomes the client it speaks for (ListenConfig.ProxyProtocol).
 	via := from

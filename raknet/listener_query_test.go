@@ -31,7 +31,7 @@ func TestQueryMagicIsNoRakNet(t *testing.T) {
 		if _, err := a.Decode(b); err == nil {
 			t.Errorf("%#02x: decoded as an ACK or NACK", first)
 		}
-		layer := reliability.New(reliability.Config{MaxDatagram: 1400, Deliver: func([]byte, bool) bool { return false }}, time.Now())
+		layer := reliability.New(reliability.Config{MaxDatagram: 1400}, time.Now())
 		if err := layer.HandleDatagram(time.Now(), b); err == nil {
 			t.Errorf("%#02x: accepted by the reliability layer", first)
 		}
@@ -199,7 +199,7 @@ func TestQueryRefusalAllocs(t *testing.T) {
 	from := netip.MustParseAddrPort("127.0.7.1:4000")
 	refuse := errors.New("refused")
 	hook := func(dst, req []byte, from netip.AddrPort, now time.Time) ([]byte, error) { return dst, refuse }
-	l := listenTest(t, ListenConfig{Query: hook, OfflineRate: -1})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: hook, OfflineRate: -1})
 	before := l.Stats().Dropped
 	if n := testing.AllocsPerRun(200, func() { l.handle(queryReq, from, time.Now()) }); n != 0 {
 		t.Errorf("refused by the hook: got %v allocations, want 0", n)
@@ -207,7 +207,7 @@ func TestQueryRefusalAllocs(t *testing.T) {
 	if l.Stats().Dropped == before {
 		t.Error("refused by the hook: not counted")
 	}
-	l = listenTest(t, ListenConfig{Query: hook, OfflineRate: 1})
+	l = listenTest(t, ListenConfig{ListenPacket: sinkListen, Query: hook, OfflineRate: 1})
 	for range 10 {
 		l.handle(queryReq, from, time.Now())
 	}

@@ -36,7 +36,7 @@ func refusalCases(l *Listener, from netip.AddrPort) []struct {
 
 // Refusing a datagram allocates nothing: a flood costs no garbage.
 func TestRefusalAllocs(t *testing.T) {
-	l := listenTest(t, ListenConfig{OfflineRate: -1})
+	l := listenTest(t, ListenConfig{ListenPacket: sinkListen, OfflineRate: -1})
 	from := netip.MustParseAddrPort("127.0.5.1:4000")
 	for _, tc := range refusalCases(l, from) {
 		before := tc.count(l.Stats())
@@ -48,7 +48,7 @@ func TestRefusalAllocs(t *testing.T) {
 		}
 	}
 	// Pings past the source's rate.
-	l = listenTest(t, ListenConfig{OfflineRate: 1})
+	l = listenTest(t, ListenConfig{ListenPacket: sinkListen, OfflineRate: 1})
 	ping := wire.UnconnectedPing{Time: 1, ClientGUID: -1}
 	b := ping.Append(nil)
 	for range 10 {

@@ -517,7 +517,19 @@ func (p *proxiedPeer) send(b []byte, now time.Time) []sent {
 	}
 	p.sent = true
 	p.l.handle(b, p.via, now)
-	return p.rc.take()
+	// Another peer's connection may send an ACK from its own timer
+	// meanwhile (real time passes between handle and take on a busy
+	// machine); that is not this peer's answer.
+	w := p.rc.take()
+	kept := w[:0]
+	for _, d := range w {
+		ack := len(d.b) > 0 && d.b[0]&wire.FlagValid != 0 && d.b[0]&(wire.FlagACK|wire.FlagNACK) != 0
+		if ack && d.to != p.via {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept
 }
 
 // reply returns the one datagram in w, which must have gone to the

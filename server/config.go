@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -68,7 +69,7 @@ type UserConfig struct {
 	Network struct {
 		AddressV4        string   `toml:"address_v4" comment:"UDP address for IPv4 clients, \"host:port\". An empty string disables IPv4."`
 		AddressV6        string   `toml:"address_v6" comment:"UDP address for IPv6 clients, \"[host]:port\". An empty string disables IPv6. At least one of address_v4 and address_v6 must be set."`
-		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports."`
+		LANDiscovery     bool     `toml:"lan_discovery" comment:"Also answer LAN discovery pings on the standard ports (19132 for IPv4, 19133 for IPv6) when the game ports above differ, so that clients on the local network list the server. The pong points them at the game ports. With nethernet, NetherNet LAN discovery is answered on UDP 7551 too, under the same GUID."`
 		Query            bool     `toml:"query" comment:"Answer the Query protocol (GameSpy4, as PocketMine-MP does) on the game ports, so server lists and tools can read the name, version and player names. A stat goes only to a client that echoed the token sent to it."`
 		CookieSecretFile string   `toml:"cookie_secret_file" comment:"File holding the secret that keys RakNet's handshake cookies and the query tokens, created with a random secret if missing. Give servers behind one load balancer the same file so they accept each other's cookies. Empty means a new random secret at each start. A relative path is relative to this file's directory."`
 		ProxyProtocol    bool     `toml:"proxy_protocol" comment:"Take the PROXY protocol header (v2, or v1 as nginx sends it) that tunnels, balancers and DDoS filters (playit.gg, frp, nginx, TCPShield-style) put on the datagrams they forward, and see each client by the address it names. Clients not behind a proxy still connect."`
@@ -76,6 +77,11 @@ type UserConfig struct {
 		Sockets          int      `toml:"sockets" comment:"UDP sockets opened on each address (1-64), each read by its own thread of work. More than 1 shares the address with SO_REUSEPORT, so that receiving spreads over CPU cores; Linux only (elsewhere 1 is used). Worth it only on a machine with cores to spare under heavy traffic."`
 		PublicAddress    string   `toml:"public_address" comment:"The address players reach this server at, \"IP:port\", when it differs from the one it listens on: a load balancer's, a tunnel's or a NAT's. Its port is the one pongs advertise, and clients connect to the advertised port, so behind a balancer on another port they would otherwise bypass it. Empty means the listening ports."`
 		Encryption       bool     `toml:"encryption" comment:"Encrypt every session after its Login with the Bedrock handshake (AES-256, as vanilla servers do). Keep it on in online mode: the handshake proves the client holds the key its Login names, so a captured Login cannot be replayed."`
+		NetherNet        bool     `toml:"nethernet" comment:"Also serve NetherNet, the WebRTC transport Bedrock 1.26.50 and later try first and 1.26.60 and later use alone: HTTP signalling on TCP at the IPv4 game port's number (or the IPv6 one's), the peer connections over UDP (see nethernet_ice_port). Without it current clients cannot join."`
+		NetherNetTLSCert string   `toml:"nethernet_tls_cert" comment:"PEM certificate file for NetherNet signalling over HTTPS; with nethernet_tls_key. A certificate clients trust for the name they type spares them the one-time prompt to trust the server's key. Empty means plain HTTP. A relative path is relative to this file's directory."`
+		NetherNetTLSKey  string   `toml:"nethernet_tls_key" comment:"PEM private key file of nethernet_tls_cert."`
+		NetherNetIDFile  string   `toml:"nethernet_identity_file" comment:"File holding the server's NetherNet identity, a P-384 key created (mode 0600) if missing; clients asked to trust the server trust this key, so keep it. Empty means a new key at each start, and a new prompt. A relative path is relative to the GUID file's directory."`
+		NetherNetICEPort int      `toml:"nethernet_ice_port" comment:"UDP port of NetherNet's peer connections: 0 shares the game port's socket with RakNet (the datagrams are told apart by their first bytes), so a firewall opens one UDP and one TCP port, both the game port; 1-65535 opens a socket of its own on that port."`
 	} `toml:"network"`
 	Server struct {
 		Name              string `toml:"name" comment:"First MOTD line: the server name shown in the server list. Minecraft colour codes (§) are allowed; ';', '\\' and control characters are not."`
@@ -182,6 +188,8 @@ func DefaultUserConfig() UserConfig {
 	uc.Network.TrustedProxies = []string{}
 	uc.Network.Sockets = 1
 	uc.Network.Encryption = true
+	uc.Network.NetherNet = true
+	uc.Network.NetherNetIDFile = "nethernet_identity"
 	uc.Server.Name = "Basalt"
 	uc.Server.LevelName = "Bedrock level"
 	uc.Server.Edition = string(motd.EditionBedrock)
@@ -472,6 +480,33 @@ type Config struct {
 	// listener's default, 128 MiB.
 	MemoryBudget int
 
+	// NetherNet serves NetherNet (package server/nethernet) beside RakNet;
+	// false (the zero value) serves RakNet alone. config.toml's
+	// network.nethernet defaults to true.
+	NetherNet bool
+	// NetherNetAddress is the TCP address of NetherNet's HTTP
+	// signalling; empty means the IPv4 game listener's address (or the
+	// IPv6 one's) over TCP: the port the player typed.
+	NetherNetAddress string
+	// NetherNetTLSCert and NetherNetTLSKey are PEM files that make the
+	// signalling HTTPS; empty means plain HTTP.
+	NetherNetTLSCert, NetherNetTLSKey string
+	// NetherNetIdentityKey is the P-384 key NetherNet answers are signed
+	// with; nil means one made at Listen, for this run only.
+	NetherNetIdentityKey *ecdsa.PrivateKey
+	// NetherNetIdentityFile is the resolved path NetherNetIdentityKey was
+	// read from, "" for none.
+	NetherNetIdentityFile string
+	// NetherNetLANAddress is where NetherNet LAN discovery is answered,
+	// with LANDiscovery; empty means "0.0.0.0:7551". Tests set it to
+	// "0.0.0.0:0".
+	NetherNetLANAddress string
+	// NetherNetICEPort is the UDP port of NetherNet's peer connections: 0
+	// shares the IPv4 game listener's socket (or the IPv6 one's), a port
+	// opens a socket of its own on the game listener's host, and -1 one
+	// on a port the system picks (tests).
+	NetherNetICEPort int
+
 	// MetricsAddress is the TCP address, "host:port", of the HTTP server
 	// of Prometheus metrics at /metrics; empty (the zero value) serves
 	// none.
@@ -612,6 +647,8 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 		Sockets:           uc.Network.Sockets,
 		PublicAddress:     mustPublicAddress(uc.Network.PublicAddress),
 		Encryption:        uc.Network.Encryption,
+		NetherNet:         uc.Network.NetherNet,
+		NetherNetICEPort:  uc.Network.NetherNetICEPort,
 		Name:              uc.Server.Name,
 		LevelName:         uc.Server.LevelName,
 		Edition:           motd.Edition(uc.Server.Edition),
@@ -674,6 +711,9 @@ func (uc UserConfig) Config(log *zerolog.Logger) (Config, error) {
 	}
 	if err := c.loadCookieSecret(uc.Network.CookieSecretFile, uc.dir, l); err != nil {
 		return Config{}, uc.withLines(err)
+	}
+	if err := c.loadNetherNet(uc, l); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }

@@ -54,6 +54,12 @@ func (uc UserConfig) Validate() error {
 	if _, err := parsePublicAddress(n.PublicAddress); err != nil {
 		add("network.public_address", "%q: %v", n.PublicAddress, err)
 	}
+	if (n.NetherNetTLSCert == "") != (n.NetherNetTLSKey == "") {
+		add("network.nethernet_tls_cert, network.nethernet_tls_key", "set both (HTTPS) or neither (HTTP)")
+	}
+	if n.NetherNetICEPort < 0 || n.NetherNetICEPort > math.MaxUint16 {
+		add("network.nethernet_ice_port", "%d is outside 0-65535", n.NetherNetICEPort)
+	}
 	if n.Sockets < 1 || n.Sockets > raknet.MaxSockets {
 		add("network.sockets", "%d is outside 1-%d", n.Sockets, raknet.MaxSockets)
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
 	"github.com/rs/zerolog"
@@ -382,6 +383,15 @@ func TestConfig(t *testing.T) {
 		Auth:                auth.Config{DiscoveryURL: auth.DefaultDiscoveryURL, Issuer: auth.DefaultIssuer},
 		AllowlistFile:       filepath.Join(dir, "allowlist.json"),
 		BansFile:            filepath.Join(dir, "bans.json"),
+		NetherNet:           true,
+		// The key is new; its file is checked below.
+		NetherNetIdentityKey:  c.NetherNetIdentityKey,
+		NetherNetIdentityFile: filepath.Join(dir, "nethernet_identity"),
+	}
+	if c.NetherNetIdentityKey == nil {
+		t.Error("no NetherNet identity key")
+	} else if k, created, err := nethernet.LoadIdentityKey(want.NetherNetIdentityFile); err != nil || created || !k.Equal(c.NetherNetIdentityKey) {
+		t.Errorf("identity file: created %v, %v, or not the key loaded", created, err)
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)

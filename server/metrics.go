@@ -117,6 +117,8 @@ type collector struct {
 	handlerErrors, handlerPanics                         *prometheus.Desc
 	batchesIn, batchesOut, packetsIn, packetsOut         *prometheus.Desc
 	sessionBytesIn, sessionBytesOut, sessionWireBytesIn  *prometheus.Desc
+
+	transport transportMetrics
 }
 
 // Collector returns a prometheus.Collector of the server's metrics (see
@@ -127,6 +129,7 @@ func (srv *Server) Collector() prometheus.Collector {
 	l := "listener"
 	return &collector{
 		srv:         srv,
+		transport:   newTransportMetrics(),
 		pings:       metricDesc("raknet_pings_answered_total", "Unconnected pings answered with a pong.", l),
 		queries:     metricDesc("raknet_queries_answered_total", "Query protocol (GameSpy4) requests answered.", l),
 		handshakes:  metricDesc("raknet_handshakes_total", "OpenConnectionRequest2 that created a connection.", l),
@@ -184,6 +187,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	} {
 		ch <- d
 	}
+	c.transport.describe(ch)
 }
 
 // Collect reads the figures and sends them as metrics.
@@ -233,6 +237,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count(c.sessionBytesIn, totals.BytesIn)
 	count(c.sessionWireBytesIn, totals.WireBytesIn)
 	count(c.sessionBytesOut, totals.BytesOut)
+	c.transport.collect(ch, srv)
 }
 
 // collectListener sends the metrics of one listener and its connections.

@@ -127,7 +127,16 @@ var metricNames = []string{
 	"basalt_session_batches_received_total", "basalt_session_batches_sent_total",
 	"basalt_session_packets_received_total", "basalt_session_packets_sent_total",
 	"basalt_session_received_bytes_total", "basalt_session_received_wire_bytes_total", "basalt_session_sent_bytes_total",
+	"basalt_transport_sessions", "basalt_transport_players",
 	"basalt_build_info",
+}
+
+// netherNetMetricNames are the families the collector adds with NetherNet
+// on, as README.md lists them.
+var netherNetMetricNames = []string{
+	"basalt_nethernet_offers_total", "basalt_nethernet_answered_total",
+	"basalt_nethernet_connections_accepted_total", "basalt_nethernet_negotiations_failed_total",
+	"basalt_nethernet_refused_total", "basalt_nethernet_negotiating", "basalt_nethernet_connections",
 }
 
 // A scrape after a few pings and a player's join reports them all, with
@@ -572,7 +581,7 @@ func TestREADMEListsMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range metricNames {
+	for _, name := range append(slices.Clone(metricNames), netherNetMetricNames...) {
 		if !strings.Contains(string(readme), "`"+name+"`") {
 			t.Errorf("README.md does not list %s", name)
 		}

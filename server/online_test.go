@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/json"
 	"net"
 	"path/filepath"
 	"testing"
@@ -172,12 +173,19 @@ func closedURL(t *testing.T) string {
 // answers pings, and a player is told at once that sign-ins cannot be
 // verified.
 func TestOnlineModeServiceUnreachable(t *testing.T) {
-	c := Config{NewHandler: newHold, Auth: auth.Config{DiscoveryURL: closedURL(t), Issuer: "-", RetryMin: time.Hour}}
+	c := Config{NewHandler: newHold, Auth: auth.Config{DiscoveryURL: closedURL(t), Issuer: "-", RetryMin: time.Hour},
+		MetricsAddress: "127.0.0.1:0"}
 	srv := startServer(t, c)
 	addr := gameAddr(t, srv)
 	if st := ping(t, addr); st.ServerName != "Basalt" {
 		t.Errorf("got MOTD %+v", st)
 	}
+	resp := get(t, "http://"+srv.MetricsAddr().String()+"/status")
+	var st statusJSON
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || !st.OnlineMode || st.OnlineModeReady {
+		t.Errorf("/status: got %+v, %v, want online mode, not ready", st, err)
+	}
+	_ = resp.Body.Close()
 	is := authtest.NewIssuer()
 	defer is.Close()
 	cl := dial(t, addr, raknet.Dialer{})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/df-mc/atomic"
@@ -92,8 +93,10 @@ type Server struct {
 	closing   bool
 	draining  atomic.Bool // Drain has begun; see health.go
 	started   time.Time
-	v4, v6    *raknet.Listener   // game listeners, nil when disabled
-	lan       []*raknet.Listener // LAN discovery listeners opened
+	v4, v6    *raknet.Listener    // game listeners, nil when disabled
+	lan       []*raknet.Listener  // LAN discovery listeners opened
+	nn        *nethernet.Listener // nil unless serving NetherNet
+	demux     *nethernet.Demux    // ICE's view of the game socket, if shared
 	sessions  map[*session.Session]*entry
 	players   int
 
@@ -252,7 +255,7 @@ func (srv *Server) Listen() error {
 		}
 		// An empty host means every address of this family only.
 		addr := withHost(g.addr, g.wildcard)
-		l, err := srv.withQuery(lc, g.l == &srv.v6).Listen(addr)
+		l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.v6), g.l == &srv.v6).Listen(addr)
 		if err != nil && srv.v4 != nil && noIPv6(err) {
 			// A host without IPv6 (some containers) still serves IPv4.
 			srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
@@ -273,6 +276,17 @@ func (srv *Server) Listen() error {
 		}
 		*g.l = l
 	}
+	if c.NetherNet {
+		if err := srv.listenNetherNet(); err != nil {
+			for _, l := range srv.game() {
+				_ = l.Close()
+			}
+			srv.v4, srv.v6 = nil, nil
+			srv.metrics.stop()
+			srv.metrics = nil
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
 	if c.LANDiscovery {
 		srv.listenLAN(lc)
 	}
@@ -282,6 +296,10 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.accept(l)
 	}
+	if srv.nn != nil {
+		srv.loops.Add(1)
+		go srv.acceptNetherNet(srv.nn)
+	}
 	if c.StatusProvider != nil {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
@@ -289,6 +307,9 @@ func (srv *Server) Listen() error {
 	srv.startAccess()
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
+	if srv.nn != nil {
+		e.Str("nethernet", srv.nn.Addr().String())
+	}
 	if len(srv.lan) > 0 {
 		e.Strs("lan", addrStrings(srv.lan))
 	}
@@ -400,7 +421,12 @@ func newServerKey() *ecdsa.PrivateKey {
 
 // serve starts a session over c and registers it.
 func (srv *Server) serve(c *raknet.Conn) {
-	s := session.New(netConn{c}, session.Config{
+	srv.serveConn(netConn{c})
+}
+
+// serveConn starts a session over c, of any transport, and registers it.
+func (srv *Server) serveConn(c session.Conn) {
+	s := session.New(c, session.Config{
 		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
 		AcceptedProtocols: srv.conf.AcceptedProtocols,
 		Encryption:        srv.conf.Encryption,
@@ -548,6 +574,7 @@ func (srv *Server) shutdown() {
 	close(srv.accessDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
+	nn := srv.nn
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
@@ -583,6 +610,9 @@ wait:
 	// Closing a listener closes its connections at once, which ends every
 	// session still running.
 	srv.cancel()
+	if nn != nil {
+		_ = nn.Close()
+	}
 	for _, l := range listeners {
 		_ = l.Close()
 	}

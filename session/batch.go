@@ -73,6 +73,9 @@ type batchDecoder struct {
 	// compressed reports whether batches carry a compression id byte, which
 	// they do once NetworkSettings has been sent.
 	compressed bool
+	// framed reports whether the transport delimits batches itself, so
+	// they carry no 0xfe header (Transport.Framed).
+	framed bool
 	// budget limits the bytes inflated per second; its zero value, no
 	// limit.
 	budget tokenBucket
@@ -106,10 +109,13 @@ func (d *batchDecoder) decode(b []byte) ([]Packet, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("decode batch: %w", io.ErrUnexpectedEOF)
 	}
-	if b[0] != batchHeader {
-		return nil, fmt.Errorf("decode batch: header %#02x, want %#02x", b[0], batchHeader)
+	data := b
+	if !d.framed {
+		if b[0] != batchHeader {
+			return nil, fmt.Errorf("decode batch: header %#02x, want %#02x", b[0], batchHeader)
+		}
+		data = b[1:]
 	}
-	data := b[1:]
 	if d.crypt != nil {
 		// Decrypted in place: the session owns the batch (see Conn).
 		var err error
@@ -221,6 +227,9 @@ func (d *batchDecoder) release() {
 type batchEncoder struct {
 	// compressed reports whether batches carry a compression id byte.
 	compressed bool
+	// framed reports whether the transport delimits batches itself, so
+	// they carry no 0xfe header (Transport.Framed).
+	framed bool
 	// threshold is the smallest payload that is compressed, with DEFLATE
 	// (Snappy is only read: see compressionSnappy); 0 disables compression
 	// (the id byte is then always 0xff).
@@ -246,7 +255,10 @@ func (e *batchEncoder) add(p Packet) {
 // encode turns the pending packets into one batch and empties the pending
 // list. The result is valid until the next encode or release.
 func (e *batchEncoder) encode() ([]byte, error) {
-	out := append(e.out[:0], batchHeader)
+	out := e.out[:0]
+	if !e.framed {
+		out = append(out, batchHeader)
+	}
 	var err error
 	switch {
 	case !e.compressed:
@@ -264,7 +276,11 @@ func (e *batchEncoder) encode() ([]byte, error) {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
 	if e.crypt != nil {
-		out = e.crypt.seal(out)
+		if e.framed {
+			out = e.crypt.sealFrom(out, 0)
+		} else {
+			out = e.crypt.seal(out)
+		}
 	}
 	e.out = out
 	return out, nil

@@ -37,7 +37,8 @@ const (
 	// or whitelist would.
 	DisconnectReasonNotAllowed DisconnectReason = 45
 	// DisconnectReasonNotAuthenticated refuses a player whose Xbox Live
-	// sign-in could not be verified.
+	// sign-in could not be verified, or whose Login is not bound to the
+	// key its transport proved.
 	DisconnectReasonNotAuthenticated DisconnectReason = 46
 	// DisconnectReasonKicked removes a player on the server's initiative;
 	// Session.Disconnect uses it.

@@ -93,9 +93,15 @@ func (c *crypt) checksum(body []byte) []byte {
 // seal appends body's checksum to batch (0xfe || body) and encrypts
 // everything after the 0xfe in place, returning the extended batch.
 func (c *crypt) seal(batch []byte) []byte {
-	batch = append(batch, c.checksum(batch[1:])...)
+	return c.sealFrom(batch, 1)
+}
+
+// sealFrom is seal for a batch whose encrypted part starts at off: 1 after
+// the 0xfe header, 0 over a transport that frames batches itself.
+func (c *crypt) sealFrom(batch []byte, off int) []byte {
+	batch = append(batch, c.checksum(batch[off:])...)
 	c.counter++
-	c.stream.XORKeyStream(batch[1:], batch[1:])
+	c.stream.XORKeyStream(batch[off:], batch[off:])
 	return batch
 }
 

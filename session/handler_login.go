@@ -33,6 +33,9 @@ func handleLogin(s *Session, payload []byte) error {
 			return err
 		}
 	}
+	if err := s.checkBinding(id.IdentityPublicKey); err != nil {
+		return err
+	}
 	s.setIdentity(id)
 	if !s.encryption {
 		return s.completeLogin()

@@ -230,6 +230,7 @@ type Session struct {
 	accepted     []int32
 	threshold    uint16
 	encryption   bool
+	transport    Transport
 	serverKey    *ecdsa.PrivateKey // nil: processKey
 	interval     time.Duration
 	writeTimeout time.Duration
@@ -318,6 +319,12 @@ func New(conn Conn, cfg Config) *Session {
 		loginDone:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.transport = transportOf(conn)
+	if s.transport.Secure {
+		s.encryption = false // the transport encrypts
+	}
+	s.dec.framed = s.transport.Framed
+	s.enc.framed = s.transport.Framed
 	if s.newHandler == nil {
 		s.newHandler = Gate(DefaultGateMessage)
 	}

@@ -34,12 +34,16 @@
 //     SendPacks asking for no pack is answered like AllPacksDownloaded.
 //   - JigsawStructureData and VoxelShapes before StartGame, as
 //     gophertunnel's server sends them (minecraft/conn.go, startGame).
-//   - StartGame with server-authoritative movement with rewind: the
-//     movement mode field is gone from the 2193 layout (server authority is
-//     the only mode left), and a rewind history with server-authoritative
-//     block breaking is what Geyser-era servers send (CloudburstMC
-//     SERVER_WITH_REWIND); a zero movement mode once made the real client
-//     report "Server sent broken packet" (gophertunnel#313).
+//   - StartGame with server-authoritative movement with rewind: a zero
+//     (client-authoritative) movement mode made the real client report
+//     "Server sent broken packet" (gophertunnel#313). The mode field is gone
+//     from the 2193 and 2225 layouts (minecraft-data's start_game has only
+//     rewind_history_size and server_authoritative_block_breaking), server
+//     authority being the only mode left; servers built on CloudburstMC's
+//     protocol library send SERVER_WITH_REWIND with server-authoritative
+//     block breaking. The rewind history, 40 ticks (2 s), is our choice:
+//     the protocol leaves its size to the server (PocketMine-MP makes it a
+//     setting, movement.rewind-history-size).
 //   - One entity ID for StartGame's unique and runtime ID, the abilities
 //     and the attributes: the client matches them (gophertunnel#313,
 //     BedrockConnect), and SetLocalPlayerAsInitialised must name the same

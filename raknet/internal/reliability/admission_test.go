@@ -97,7 +97,7 @@ func TestRefusalsBounded(t *testing.T) {
 	for i := range total {
 		order := uint32(window + total - i)
 		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(i), OrderIndex: wire.Uint24(order), Payload: make([]byte, size)}
-		if err := b.HandleDatagram(t0, dataDatagram(uint32(i), f)); !errors.Is(err, errOrderQueueFull) {
+		if err := b.handleT(t0, dataDatagram(uint32(i), f)); !errors.Is(err, errOrderQueueFull) {
 			t.Fatalf("datagram %d: got error %v, want %v", i, err, errOrderQueueFull)
 		}
 	}

@@ -92,10 +92,10 @@ func BenchmarkReassemble(b *testing.B) {
 	for _, order := range []string{"in order", "reversed"} {
 		b.Run(order, func(b *testing.B) {
 			var got int
-			r := New(Config{MaxDatagram: testMaxDatagram, Deliver: func(m []byte, owned bool) bool {
+			r := withSink(New(Config{MaxDatagram: testMaxDatagram}, t0), func(m []byte, owned bool) bool {
 				got += len(m)
 				return false
-			}}, t0)
+			})
 			msg := make([]byte, 4096)
 			size := (len(msg) + 3) / 4
 			dgrams := make([][]byte, 4)
@@ -118,7 +118,7 @@ func BenchmarkReassemble(b *testing.B) {
 				build(id)
 				id++
 				for _, d := range dgrams {
-					if err := r.HandleDatagram(t0, d); err != nil {
+					if err := r.handleT(t0, d); err != nil {
 						b.Fatal(err)
 					}
 				}

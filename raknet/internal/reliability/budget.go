@@ -85,7 +85,7 @@ func (c *charge) close() {
 // the budget: what the messages in reassembly will hold when complete
 // (each is charged its estimated size from its first fragment on, as the
 // receive limits count it, so one that was let in can complete), the
-// ordering queues with their ring slots, and the messages kept by Deliver
+// ordering queues with their ring slots, and the messages delivered
 // and not yet consumed.
 func (r *receiver) holds() int { return r.asm.committed + r.order.bytes + r.held.bytes }
 
@@ -171,4 +171,6 @@ func (r *receiver) close() {
 	}
 	r.order.bytes = 0
 	r.held.msgs, r.held.bytes = 0, 0
+	clear(r.out)
+	r.out, r.head = nil, 0
 }

@@ -25,11 +25,10 @@ func newBudgetPeer(t *testing.T, limit int, cfg Config) *budgetPeer {
 	p := &budgetPeer{b: &fakeBudget{t: t, limit: limit}}
 	cfg.MaxDatagram = testMaxDatagram
 	cfg.Budget = p.b
-	cfg.Deliver = func(m []byte, _ bool) bool {
+	p.Layer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
 		p.kept = append(p.kept, append([]byte(nil), m...))
 		return true
-	}
-	p.Layer = New(cfg, t0)
+	})
 	return p
 }
 
@@ -38,7 +37,7 @@ func (p *budgetPeer) take(now time.Time) [][]byte {
 	got := p.kept
 	p.kept = nil
 	for _, m := range got {
-		p.Consumed(now, len(m))
+		p.consumedT(now, len(m))
 	}
 	return got
 }
@@ -76,7 +75,7 @@ func TestBudgetRefusalIsBackpressure(t *testing.T) {
 			ds := drain(a.Layer, t0)
 			now := t0.Add(ms(10))
 			for i, d := range ds {
-				err := b.HandleDatagram(now, d)
+				err := b.handleT(now, d)
 				if !errors.Is(err, ErrBudget) {
 					t.Fatalf("datagram %d: got error %v, want %v", i, err, ErrBudget)
 				}
@@ -143,7 +142,7 @@ func TestBudgetKeepsRoomForHead(t *testing.T) {
 	// Message 0 is missing; 1 to 30 arrive.
 	queued := 0
 	for i := uint32(1); i <= 30; i++ {
-		err := b.HandleDatagram(t0, ord(i))
+		err := b.handleT(t0, ord(i))
 		switch {
 		case err == nil:
 			queued++
@@ -214,7 +213,7 @@ func TestBudgetClose(t *testing.T) {
 	}
 	// The reader takes what it held: nothing more is released.
 	b.take(t0)
-	if err := b.HandleDatagram(t0, ord(3, 1, 100)); !errors.Is(err, ErrBudget) {
+	if err := b.handleT(t0, ord(3, 1, 100)); !errors.Is(err, ErrBudget) {
 		t.Errorf("a frame after Close: got error %v, want %v", err, ErrBudget)
 	}
 	if b.b.held != 0 || b.b.reserved != b.b.released {
@@ -284,7 +283,7 @@ func TestBudgetAccounting(t *testing.T) {
 				if len(kept) > 0 && rng.IntN(4) == 0 {
 					k := 1 + rng.IntN(len(kept))
 					for _, m := range kept[:k] {
-						r.Consumed(s.now, len(m))
+						r.consumedT(s.now, len(m))
 						check()
 					}
 					kept = slices.Delete(kept, 0, k)

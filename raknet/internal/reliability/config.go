@@ -19,17 +19,6 @@ type Config struct {
 	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
 	// minus the IP and UDP headers. Required.
 	MaxDatagram int
-	// Deliver receives every message in delivery order. Unless owned is
-	// set, the slice is valid only during the call (it points into the
-	// datagram handled); an owned one is a buffer of the layer's that it
-	// never touches again (a reassembled message, or a copy that waited
-	// in an ordering queue), to keep without copying. So a message is
-	// copied once on its way from the datagram to whoever keeps it. It
-	// returns true when it keeps the message for the application: the
-	// message then counts against MaxHeldMessages and MaxHeldBytes until
-	// Consumed is called for it. Control messages the caller answers at
-	// once return false. Required.
-	Deliver func(msg []byte, owned bool) bool
 	// Receipt, if set, learns the fate of messages sent with an
 	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
 	Receipt func(id uint32, acked bool)
@@ -111,7 +100,7 @@ type Stats struct {
 	SRTT, RTTVar, MinRTT, RTO        time.Duration
 	Window, InFlight                 int // congestion window and bytes in flight
 	Buffered                         int // bytes held until acknowledged
-	Held, HeldBytes                  int // messages and bytes kept by Deliver, not yet Consumed
+	Held, HeldBytes                  int // messages and bytes delivered, not yet given back (Consumed, Release)
 
 	// BadAcks counts ACKs and NACKs dropped whole, also counted in
 	// Errors: records unsorted, overlapping or naming datagrams not sent.

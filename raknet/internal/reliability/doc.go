@@ -6,13 +6,17 @@
 //
 //	l := reliability.New(reliability.Config{
 //		MaxDatagram: mtu - 28, // required: the MTU less the IP and UDP headers
-//		Deliver: func(msg []byte, owned bool) bool { return queue(msg, owned) }, // required; true: kept
-//		Budget:  account, // optional: charged for what the peer makes us hold
+//		Budget:      account,  // optional: charged for what the peer makes us hold
 //	}, now)
 //	defer l.Close() // gives the budget back
 //	_, _ = l.Send(now, msg, wire.ReliableOrdered, 0)
-//	_ = l.HandleDatagram(now, datagram) // may call Deliver
-//	l.Consumed(now, len(msg))           // the reader took one; may call Deliver
+//	_ = l.HandleDatagram(now, datagram) // may deliver messages
+//	for msg, owned, ok := l.Next(); ok; msg, owned, ok = l.Next() {
+//		if !queue(msg, owned) { // not kept for the reader
+//			l.Release(len(msg))
+//		}
+//	}
+//	l.Consumed(now, len(msg)) // the reader took one; may deliver more
 //	for d := l.AppendDatagram(buf[:0], now); d != nil; d = l.AppendDatagram(buf[:0], now) {
 //		conn.WriteTo(d, addr)
 //	}

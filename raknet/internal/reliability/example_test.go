@@ -16,16 +16,9 @@ func Example() {
 	var got [][]byte
 	recv := reliability.New(reliability.Config{
 		MaxDatagram: 1400 - 28, // required: the MTU less the IP and UDP headers
-		Deliver: func(msg []byte, owned bool) bool { // required
-			got = append(got, append([]byte(nil), msg...))
-			return true // kept: counts as held until Consumed
-		},
 	}, now)
 	defer recv.Close()
-	send := reliability.New(reliability.Config{
-		MaxDatagram: 1400 - 28,
-		Deliver:     func([]byte, bool) bool { return false },
-	}, now)
+	send := reliability.New(reliability.Config{MaxDatagram: 1400 - 28}, now)
 	defer send.Close()
 
 	if _, err := send.Send(now, []byte("hello"), wire.ReliableOrdered, 0); err != nil {
@@ -34,7 +27,12 @@ func Example() {
 	}
 	buf := make([]byte, 0, 1500)
 	for d := send.AppendDatagram(buf[:0], now); d != nil; d = send.AppendDatagram(buf[:0], now) {
-		_ = recv.HandleDatagram(now, d) // may call Deliver
+		_ = recv.HandleDatagram(now, d) // may deliver messages
+	}
+	for msg, _, ok := recv.Next(); ok; msg, _, ok = recv.Next() {
+		// Kept for the reader: counts as held until Consumed. One not
+		// kept would be given back at once with Release.
+		got = append(got, append([]byte(nil), msg...))
 	}
 	recv.Consumed(now, len(got[0])) // the reader took it
 	now = now.Add(time.Second)      // past the ACK delay

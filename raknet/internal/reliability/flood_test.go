@@ -101,10 +101,10 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	start := now
 	var got [][]byte
-	recv := New(Config{MaxDatagram: 1400 - 28, MaxOrderBytes: limit, MaxSplitBytes: limit, Deliver: func(m []byte, _ bool) bool {
+	recv := withSink(New(Config{MaxDatagram: 1400 - 28, MaxOrderBytes: limit, MaxSplitBytes: limit}, now), func(m []byte, _ bool) bool {
 		got = append(got, append([]byte(nil), m...))
 		return false
-	}}, now)
+	})
 	snd := &floodSender{rng: rng, next: absBase, unacked: map[uint64]floodFrame{}, timeout: timeout}
 
 	var link wireHeap
@@ -163,7 +163,7 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 		for len(link) > 0 && !link[0].at.After(now) {
 			d := link.pop()
 			if d.to == 1 {
-				_ = recv.HandleDatagram(now, d.b) // refusals are expected
+				_ = recv.handleT(now, d.b) // refusals are expected
 				continue
 			}
 			for _, b := range snd.ack(t, d.b, now) {

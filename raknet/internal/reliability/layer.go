@@ -34,12 +34,16 @@ type Layer struct {
 	frames []wire.Frame
 
 	stats Stats // counters kept here rather than by a part
+
+	// sink is for tests only: the function test code hands this layer's
+	// deliveries to (see deliver_test.go). The layer never calls it.
+	sink func(msg []byte, owned bool) bool
 }
 
 // New returns a Layer for a connection established at now.
 func New(cfg Config, now time.Time) *Layer {
-	if cfg.MaxDatagram < wire.DatagramHeaderSize+wire.MaxFrameHeaderSize+1 || cfg.Deliver == nil {
-		panic("reliability: Config needs MaxDatagram and Deliver")
+	if cfg.MaxDatagram < wire.DatagramHeaderSize+wire.MaxFrameHeaderSize+1 {
+		panic("reliability: Config needs MaxDatagram")
 	}
 	cfg.fill()
 	send := absBase + uint64(cfg.InitialSend)
@@ -84,16 +88,37 @@ func (l *Layer) RTT() time.Duration { return l.sent.rtt.srtt }
 // in flight or awaiting resend).
 func (l *Layer) Buffered() int { return l.q.buffered }
 
-// Consumed tells the layer the application took one kept message of size
-// bytes. It may deliver messages that were waiting for room (through
-// Deliver) and makes refused datagrams due to be pulled (NACKed) again:
-// call AppendDatagram, or arm the timer from NextDeadline, after it.
+// Next returns the next message the layer delivered, in delivery order,
+// and whether there was one. HandleDatagram and Consumed deliver; take
+// what they delivered before the datagram handled is reused. Every
+// message delivered is held for the application, counted against
+// MaxHeldMessages and MaxHeldBytes (and Config.Budget), until it is given
+// back: with Consumed once the application read it, or with Release at
+// once if the application does not keep it (a control message).
+func (l *Layer) Next() (msg []byte, owned, ok bool) {
+	d, ok := l.rcv.take()
+	return d.msg, d.owned, ok
+}
+
+// Consumed tells the layer the application took one held message of size
+// bytes. It may deliver messages that were waiting for room (see Next)
+// and makes refused datagrams due to be pulled (NACKed) again: call
+// AppendDatagram, or arm the timer from NextDeadline, after it.
 func (l *Layer) Consumed(now time.Time, size int) {
 	l.rcv.consumed(size)
 	l.adm.consumed(now)
-	if l.charge.b != nil && !l.rcv.delivering {
-		// From inside Deliver, the message being delivered is not yet
-		// counted: the call that delivers it gives back what is free.
+	if l.charge.b != nil {
+		l.charge.trim(l.rcv.holds())
+	}
+}
+
+// Release gives back at once the room of a delivered message of size
+// bytes the application does not keep: it is as if the message had never
+// been held. It may deliver messages that were waiting for that room (see
+// Next).
+func (l *Layer) Release(size int) {
+	l.rcv.consumed(size)
+	if l.charge.b != nil {
 		l.charge.trim(l.rcv.holds())
 	}
 }
@@ -127,7 +152,7 @@ func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8)
 }
 
 // HandleDatagram processes one received datagram: data, ACK or NACK, and
-// calls Deliver for the messages it completes, in order. An error means
+// delivers the messages it completes, in order (see Next). An error means
 // the datagram (or, for a limit hit by one frame, that frame) was
 // dropped; frames before it were processed. A frame over a receive limit,
 // the room of the messages held and Config.Budget included, is refused:

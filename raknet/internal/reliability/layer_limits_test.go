@@ -38,7 +38,7 @@ func handleRefused(t *testing.T, l *Layer, now time.Time, d []byte, want error) 
 	var h wire.DatagramHeader
 	_, _ = h.Decode(d)
 	errs := l.stats.Errors
-	err := l.HandleDatagram(now, d)
+	err := l.handleT(now, d)
 	if !matchErr(err, want) {
 		t.Fatalf("HandleDatagram: got error %v, want %v", err, want)
 	}
@@ -205,7 +205,7 @@ func TestHostileReliableIndex(t *testing.T) {
 			if tc.want != nil {
 				handleRefused(t, b.Layer, t0, d, tc.want)
 			} else {
-				err := b.HandleDatagram(t0, d)
+				err := b.handleT(t0, d)
 				if err != nil && acked(b.Layer, dn) {
 					// Acknowledged but not kept: the sender would never
 					// resend it, so the message would be lost.
@@ -260,7 +260,7 @@ func TestHostileDatagramNumber(t *testing.T) {
 			mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{0})))
 			high := b.recv.high
 			d := dataDatagram(tc.number, reliableFrame(1, []byte{1}))
-			err := b.HandleDatagram(t0, d)
+			err := b.handleT(t0, d)
 			switch {
 			case tc.want != nil:
 				if !matchErr(err, tc.want) {
@@ -316,7 +316,7 @@ func TestHostileDatagramStorm(t *testing.T) {
 	n := uint32(0)
 	for i := range 5000 {
 		n += 2 + uint32(i%3)
-		_ = b.HandleDatagram(t0, dataDatagram(n&uint32(wire.MaxUint24), wire.Frame{Reliability: wire.Unreliable, Payload: []byte{1}}))
+		_ = b.handleT(t0, dataDatagram(n&uint32(wire.MaxUint24), wire.Frame{Reliability: wire.Unreliable, Payload: []byte{1}}))
 		if len(b.recv.acks.iv) > maxAckIntervals || len(b.nacks.set.iv) > maxAckIntervals {
 			t.Fatalf("after %d datagrams: ACK sets hold %d and %d intervals, want <= %d", i, len(b.recv.acks.iv), len(b.nacks.set.iv), maxAckIntervals)
 		}
@@ -383,7 +383,7 @@ func TestHostileAck(t *testing.T) {
 			}
 			before := a.Stats()
 			deadline := a.NextDeadline(t0)
-			if err := a.HandleDatagram(t0.Add(ms(10)), tc.d); !matchErr(err, tc.want) {
+			if err := a.handleT(t0.Add(ms(10)), tc.d); !matchErr(err, tc.want) {
 				t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
 			}
 			after := a.Stats()
@@ -404,7 +404,7 @@ func TestHostileAck(t *testing.T) {
 	// An ACK before anything was sent is refused too.
 	a := newTestPeer(t, Config{})
 	for _, nack := range []bool{false, true} {
-		if err := a.HandleDatagram(t0, ackDatagram(nack, wire.AckRange{Start: 0, End: 1000})); !errors.Is(err, errAckSpan) {
+		if err := a.handleT(t0, ackDatagram(nack, wire.AckRange{Start: 0, End: 1000})); !errors.Is(err, errAckSpan) {
 			t.Errorf("ACK (NACK %v) before anything was sent: got error %v, want %v", nack, err, errAckSpan)
 		}
 	}
@@ -516,7 +516,7 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 	refused := 0
 	for ch := range uint32(wire.NumOrderChannels) {
 		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(ch), OrderIndex: queue - 1, OrderChannel: uint8(ch), Payload: []byte{1}}
-		if err := c.HandleDatagram(t0, dataDatagram(ch, f)); err != nil {
+		if err := c.handleT(t0, dataDatagram(ch, f)); err != nil {
 			if !errors.Is(err, errOrderQueueFull) {
 				t.Fatalf("channel %d: got %v, want %v", ch, err, errOrderQueueFull)
 			}
@@ -652,7 +652,7 @@ func TestDuplicateFragment(t *testing.T) {
 func TestSplitShapeMismatch(t *testing.T) {
 	b := newTestPeer(t, Config{})
 	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 3, 0, []byte("a"))))
-	err := b.HandleDatagram(t0, dataDatagram(1, splitFrame(1, 1, 5, 4, []byte("b"))))
+	err := b.handleT(t0, dataDatagram(1, splitFrame(1, 1, 5, 4, []byte("b"))))
 	if !errors.Is(err, errSplitShape) {
 		t.Errorf("HandleDatagram: got error %v, want %v", err, errSplitShape)
 	}
@@ -685,7 +685,7 @@ func TestHostileFrameFields(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestPeer(t, Config{})
-			if err := b.HandleDatagram(t0, tc.d); !matchErr(err, tc.want) {
+			if err := b.handleT(t0, tc.d); !matchErr(err, tc.want) {
 				t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
 			}
 			if got := acked(b.Layer, 0); got != (tc.want == nil) {

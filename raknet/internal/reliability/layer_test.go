@@ -24,12 +24,11 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	cfg.Deliver = func(m []byte, _ bool) bool {
+	cfg.Receipt = func(id uint32, acked bool) { p.receipts = append(p.receipts, receiptEvent{id, acked}) }
+	p.Layer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
 		p.got = append(p.got, append([]byte(nil), m...))
 		return false
-	}
-	cfg.Receipt = func(id uint32, acked bool) { p.receipts = append(p.receipts, receiptEvent{id, acked}) }
-	p.Layer = New(cfg, t0)
+	})
 	return p
 }
 
@@ -64,7 +63,7 @@ func mustSend(t testing.TB, l *Layer, now time.Time, p []byte, r wire.Reliabilit
 // mustHandle feeds d to l and fails the test on an error.
 func mustHandle(t testing.TB, l *Layer, now time.Time, d []byte) {
 	t.Helper()
-	if err := l.HandleDatagram(now, d); err != nil {
+	if err := l.handleT(now, d); err != nil {
 		t.Fatalf("HandleDatagram(% x): got error %v, want nil", d[:min(len(d), 24)], err)
 	}
 }
@@ -139,8 +138,8 @@ func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
 // to b if it is not nil.
 func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), datagrams *int, r *Layer) {
 	deliver := func([]byte, bool) bool { return keep }
-	a := New(Config{MaxDatagram: testMaxDatagram, Deliver: func([]byte, bool) bool { return false }}, t0)
-	r = New(Config{MaxDatagram: testMaxDatagram, Deliver: deliver, Budget: b}, t0)
+	a := New(Config{MaxDatagram: testMaxDatagram}, t0)
+	r = withSink(New(Config{MaxDatagram: testMaxDatagram, Budget: b}, t0), deliver)
 	p := make([]byte, 100)
 	buf := make([]byte, 0, testMaxDatagram)
 	now := t0
@@ -154,17 +153,17 @@ func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), dat
 		}
 		for d := a.AppendDatagram(buf[:0], now); d != nil; d = a.AppendDatagram(buf[:0], now) {
 			*datagrams++
-			if err := r.HandleDatagram(now, d); err != nil {
+			if err := r.handleT(now, d); err != nil {
 				tb.Fatalf("HandleDatagram: %v", err)
 			}
 		}
 		if keep {
 			for range r.Stats().Held {
-				r.Consumed(now, len(p))
+				r.consumedT(now, len(p))
 			}
 		}
 		for d := r.AppendDatagram(buf[:0], now); d != nil; d = r.AppendDatagram(buf[:0], now) {
-			if err := a.HandleDatagram(now, d); err != nil {
+			if err := a.handleT(now, d); err != nil {
 				tb.Fatalf("HandleDatagram: %v", err)
 			}
 		}

@@ -170,7 +170,7 @@ func TestDuplicateNotDecoded(t *testing.T) {
 	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
 	drain(b.Layer, t0.Add(DefaultAckDelay))
 	garbage := append(dataDatagram(0), 0xff, 0xff) // a frame that cannot decode
-	if err := b.HandleDatagram(t0.Add(DefaultAckDelay), garbage); err != nil {
+	if err := b.handleT(t0.Add(DefaultAckDelay), garbage); err != nil {
 		t.Fatalf("duplicate with garbage frames: got error %v, want nil", err)
 	}
 	if st := b.Stats(); st.DuplicateDatagrams != 1 || st.Errors != 0 {
@@ -181,7 +181,7 @@ func TestDuplicateNotDecoded(t *testing.T) {
 	}
 	// The same bytes under a new number fail.
 	garbage[1] = 1
-	if err := b.HandleDatagram(t0, garbage); err == nil {
+	if err := b.handleT(t0, garbage); err == nil {
 		t.Errorf("garbage frames under a new number: got nil error, want one")
 	}
 }

@@ -17,15 +17,24 @@ type receiver struct {
 	relWin seqWindow
 	order  orderChannels
 	asm    assembler
-	out    func(msg []byte, owned bool) bool
 	held   heldBudget
-	// delivering is set during a call of out; redrain records that a
-	// message was consumed meanwhile, so the waiting heads are drained
-	// once out returns rather than from inside it.
-	delivering, redrain bool
-	next                int    // the channel drained first next time
-	delivered           uint64 // messages delivered
-	dupFrames           uint64 // reliable frames received again
+	// out holds the messages delivered and not yet taken (Layer.Next),
+	// from head on, in delivery order.
+	out       []delivery
+	head      int
+	next      int    // the channel drained first next time
+	delivered uint64 // messages delivered
+	dupFrames uint64 // reliable frames received again
+}
+
+// delivery is a message the layer delivered.
+type delivery struct {
+	msg []byte
+	// owned reports that msg is a buffer of the layer's that it never
+	// touches again (a reassembled message, or a copy that waited in an
+	// ordering queue), to keep without copying. Otherwise msg points into
+	// the datagram handled, and is valid only as long as that is.
+	owned bool
 }
 
 func newReceiver(cfg *Config, start uint64) receiver {
@@ -39,7 +48,6 @@ func newReceiver(cfg *Config, start uint64) receiver {
 			timeout:  cfg.SplitTimeout,
 			maxPart:  cfg.MaxDatagram - wire.DatagramHeaderSize,
 		},
-		out:  cfg.Deliver,
 		held: heldBudget{maxMsgs: cfg.MaxHeldMessages, maxBytes: cfg.MaxHeldBytes},
 	}
 	return r
@@ -84,30 +92,33 @@ func (r *receiver) handleFrame(f *wire.Frame, now time.Time) error {
 // fits reports whether a message of size bytes may be delivered now.
 func (r *receiver) fits(size int) bool { return r.held.fits(size) }
 
-// deliver hands p to the application, counting it as held if kept;
-// owned reports that p is the application's to keep without a copy.
+// deliver queues p for the application, counting it as held until it is
+// given back; owned reports that p is the application's to keep without
+// a copy.
 func (r *receiver) deliver(p []byte, owned bool) {
 	r.delivered++
-	r.delivering = true
-	kept := r.out(p, owned)
-	r.delivering = false
-	if kept {
-		r.held.take(len(p))
-	}
-	if r.redrain {
-		r.redrain = false
-		r.drain()
-	}
+	r.held.take(len(p))
+	r.out = append(r.out, delivery{p, owned})
 }
 
-// consumed counts a held message of size bytes as taken by the
+// take returns the next delivered message, if any.
+func (r *receiver) take() (delivery, bool) {
+	if r.head == len(r.out) {
+		return delivery{}, false
+	}
+	d := r.out[r.head]
+	r.out[r.head] = delivery{}
+	r.head++
+	if r.head == len(r.out) {
+		r.out, r.head = r.out[:0], 0
+	}
+	return d, true
+}
+
+// consumed counts a held message of size bytes as given back by the
 // application and delivers what waited for the room.
 func (r *receiver) consumed(size int) {
 	r.held.release(size)
-	if r.delivering {
-		r.redrain = true
-		return
-	}
 	r.drain()
 }
 

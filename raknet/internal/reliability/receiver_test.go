@@ -15,7 +15,7 @@ func TestReceiver(t *testing.T) {
 	cfg := Config{MaxDatagram: testMaxDatagram}
 	cfg.fill()
 	var got []string
-	cfg.Deliver = func(m []byte, _ bool) bool {
+	sink := func(m []byte, _ bool) bool {
 		got = append(got, string(m))
 		return false
 	}
@@ -41,6 +41,7 @@ func TestReceiver(t *testing.T) {
 		if err := r.handleFrame(&frames[i], t0); err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
+		r.deliverT(sink)
 	}
 	want := []string{"a", "cd", "first", "second", "s1", "s2"}
 	if !slices.Equal(got, want) {
@@ -58,7 +59,7 @@ func TestReceiverWaitsForRoom(t *testing.T) {
 	cfg := Config{MaxDatagram: testMaxDatagram, MaxHeldMessages: 1}
 	cfg.fill()
 	var got [][]byte
-	cfg.Deliver = func(m []byte, _ bool) bool {
+	sink := func(m []byte, _ bool) bool {
 		got = append(got, append([]byte(nil), m...))
 		return true
 	}
@@ -71,6 +72,7 @@ func TestReceiverWaitsForRoom(t *testing.T) {
 			if err := r.handleFrame(&f, t0); err != nil {
 				t.Fatal(err)
 			}
+			r.deliverT(sink)
 		}
 	}
 	if len(got) != 1 || !r.order.get(0).ready() || !r.order.get(1).ready() {
@@ -78,6 +80,7 @@ func TestReceiverWaitsForRoom(t *testing.T) {
 	}
 	for range 5 {
 		r.consumed(2)
+		r.deliverT(sink)
 	}
 	want := [][]byte{{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {1, 2}}
 	if len(got) != len(want) {

@@ -524,7 +524,7 @@ func TestBadAckChangesNothing(t *testing.T) {
 		ranges[i] = wire.AckRange{Start: first, End: first + 3}
 	}
 	before := p.Stats()
-	if err := p.HandleDatagram(t0.Add(ms(5)), ackDatagram(false, ranges...)); !errors.Is(err, errAckOrder) {
+	if err := p.handleT(t0.Add(ms(5)), ackDatagram(false, ranges...)); !errors.Is(err, errAckOrder) {
 		t.Fatalf("HandleDatagram: got error %v, want %v", err, errAckOrder)
 	}
 	after := p.Stats()
@@ -575,7 +575,7 @@ func BenchmarkAck(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = l.HandleDatagram(t0.Add(ms(5)), d)
+				_ = l.handleT(t0.Add(ms(5)), d)
 			}
 		})
 	}
@@ -607,7 +607,7 @@ func BenchmarkAck(b *testing.B) {
 		mustHandle(b, p.Layer, now.Add(ms(1)), d)
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = p.HandleDatagram(now.Add(ms(1)), d)
+			_ = p.handleT(now.Add(ms(1)), d)
 		}
 	})
 	b.Run("valid/fresh", func(b *testing.B) {
@@ -629,7 +629,7 @@ func BenchmarkAck(b *testing.B) {
 			a.Ranges = append(a.Ranges[:0], wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)})
 			buf = a.Append(buf[:0])
 			now = now.Add(ms(1))
-			if err := p.HandleDatagram(now, buf); err != nil {
+			if err := p.handleT(now, buf); err != nil {
 				b.Fatal(err)
 			}
 		}

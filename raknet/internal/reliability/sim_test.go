@@ -129,7 +129,7 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 	for i := range 2 {
 		c := cfg
 		c.MaxDatagram = s.p.maxDatagram
-		c.Deliver = func(msg []byte, _ bool) bool {
+		sink := func(msg []byte, _ bool) bool {
 			if s.onDeliver != nil {
 				return s.onDeliver(i, msg)
 			}
@@ -141,7 +141,7 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 				s.receipts[i] = append(s.receipts[i], receiptEvent{id, acked})
 			}
 		}
-		s.layers[i] = New(c, s.now)
+		s.layers[i] = withSink(New(c, s.now), sink)
 	}
 	return s
 }
@@ -201,7 +201,7 @@ func (s *simLink) step() bool {
 	}
 	for len(s.wire) > 0 && !s.wire[0].at.After(s.now) {
 		d := s.wire.pop()
-		if err := s.layers[d.to].HandleDatagram(s.now, d.b); err != nil {
+		if err := s.layers[d.to].handleT(s.now, d.b); err != nil {
 			s.errs++
 			if !s.refusals {
 				s.t.Errorf("layer %d: %v", d.to, err)

@@ -20,7 +20,7 @@ func TestNacksReceivedCounted(t *testing.T) {
 	mustHandle(t, a.Layer, t0.Add(ms(11)), ackDatagram(true, wire.AckRange{Start: 1, End: 1}))
 	mustHandle(t, a.Layer, t0.Add(ms(12)), ackDatagram(true, wire.AckRange{Start: 2, End: 2}))
 	// A NACK of numbers never sent is dropped whole, uncounted.
-	if err := a.HandleDatagram(t0.Add(ms(13)), ackDatagram(true, wire.AckRange{Start: 9000, End: 9001})); err == nil {
+	if err := a.handleT(t0.Add(ms(13)), ackDatagram(true, wire.AckRange{Start: 9000, End: 9001})); err == nil {
 		t.Fatal("NACK of datagrams never sent: got no error")
 	}
 	st := a.Stats()
@@ -52,6 +52,6 @@ func TestDataReceivedSpan(t *testing.T) {
 	mustHandle(t, b.Layer, t0, dataDatagram(2, reliableFrame(3, []byte{1})))
 	check("a gap partly filled", 4, 5)
 	// ACKs and NACKs are no data.
-	_ = b.HandleDatagram(t0, ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	_ = b.handleT(t0, ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
 	check("after an ACK", 4, 5)
 }

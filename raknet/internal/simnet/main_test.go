@@ -1,0 +1,11 @@
+package simnet
+
+import (
+	"os"
+	"testing"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
+)
+
+// TestMain fails the run if any test left a goroutine of Basalt's behind.
+func TestMain(m *testing.M) { os.Exit(leaktest.Main(m)) }

@@ -1,0 +1,267 @@
+package nethernet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gonn "github.com/df-mc/go-nethernet"
+	"github.com/df-mc/go-nethernet/discovery"
+)
+
+// LANPort is the UDP port Bedrock clients broadcast NetherNet LAN
+// discovery requests to.
+const LANPort = discovery.DefaultPort
+
+// Bounds of LAN discovery, whose peers prove nothing.
+const (
+	// lanRepliesPerIP is how many discovery replies one IP address gets a
+	// second; a client asks every two seconds or so.
+	lanRepliesPerIP = 4
+	// maxLANPeers bounds the peers a LAN join is signalled with at once;
+	// past it the oldest is forgotten.
+	maxLANPeers = 256
+	// lanPeerTTL is how long a LAN peer is remembered after its last
+	// signal.
+	lanPeerTTL = 30 * time.Second
+	// maxLANDatagram is the largest discovery datagram read.
+	maxLANDatagram = 8 << 10
+)
+
+// lanSignaling answers NetherNet LAN discovery on one UDP socket with the
+// server's data (the same GUID as the RakNet pong, so a client merges the
+// two entries) and carries the signals of joins from the LAN list: it is
+// the nethernet.Signaling of a second go-nethernet listener, beside the
+// HTTP one. Replies are rate-limited per IP address, and the peers it
+// signals with are bounded, since a LAN peer proves nothing.
+type lanSignaling struct {
+	conn   net.PacketConn
+	id     uint64
+	nonce  string
+	status func() Status
+	online bool
+
+	limiter *ipLimiter
+	replies atomic.Uint64
+	refused atomic.Uint64
+
+	mu       sync.Mutex
+	peers    map[uint64]lanPeer
+	notifier gonn.Notifier
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed chan struct{}
+	once   sync.Once
+	done   chan struct{}
+}
+
+// lanPeer is where a LAN peer's signals go.
+type lanPeer struct {
+	addr net.Addr
+	seen time.Time
+}
+
+// listenLAN opens LAN discovery on addr for the network ID id.
+func listenLAN(addr string, id uint64, status func() Status, online bool) (*lanSignaling, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	s := &lanSignaling{
+		conn: pc, id: id, nonce: hex.EncodeToString(nonce[:]), status: status, online: online,
+		limiter: newIPLimiter(lanRepliesPerIP),
+		peers:   make(map[uint64]lanPeer),
+		closed:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.read()
+	return s, nil
+}
+
+// read handles discovery datagrams until the socket is closed.
+func (s *lanSignaling) read() {
+	defer close(s.done)
+	b := make([]byte, maxLANDatagram)
+	for {
+		n, from, err := s.conn.ReadFrom(b)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-s.closed:
+				return
+			default:
+				continue
+			}
+		}
+		s.handle(b[:n], from, time.Now())
+	}
+}
+
+// handle answers a discovery request or passes a signal on.
+func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
+	pk, sender, err := discovery.Unmarshal(b)
+	if err != nil || sender == s.id {
+		s.refused.Add(1)
+		return
+	}
+	switch pk := pk.(type) {
+	case *discovery.RequestPacket:
+		if !s.limiter.allow(addrOf(from), now) {
+			s.refused.Add(1)
+			return
+		}
+		data, err := s.serverData().MarshalBinary()
+		if err != nil {
+			return
+		}
+		if _, err := s.conn.WriteTo(discovery.Marshal(&discovery.ResponsePacket{ApplicationData: data}, s.id), from); err == nil {
+			s.replies.Add(1)
+		}
+	case *discovery.MessagePacket:
+		if pk.RecipientID != s.id || pk.Data == "" || pk.Data == "Ping" {
+			return
+		}
+		sig := &gonn.Signal{}
+		if err := sig.UnmarshalText([]byte(pk.Data)); err != nil {
+			s.refused.Add(1)
+			return
+		}
+		sig.NetworkID = strconv.FormatUint(sender, 10)
+		s.mu.Lock()
+		s.remember(sender, from, now)
+		n := s.notifier
+		s.mu.Unlock()
+		if n != nil {
+			n.NotifySignal(sig)
+		}
+	}
+}
+
+// remember records where sender's signals go, within maxLANPeers. s.mu is
+// held.
+func (s *lanSignaling) remember(sender uint64, from net.Addr, now time.Time) {
+	if _, ok := s.peers[sender]; !ok && len(s.peers) >= maxLANPeers {
+		var oldest uint64
+		var at time.Time
+		for id, p := range s.peers {
+			if now.Sub(p.seen) > lanPeerTTL {
+				delete(s.peers, id)
+				continue
+			}
+			if at.IsZero() || p.seen.Before(at) {
+				oldest, at = id, p.seen
+			}
+		}
+		if len(s.peers) >= maxLANPeers {
+			delete(s.peers, oldest)
+		}
+	}
+	s.peers[sender] = lanPeer{addr: from, seen: now}
+}
+
+// serverData is what a discovery reply says: the live status.
+func (s *lanSignaling) serverData() *discovery.ServerData {
+	var st Status
+	if s.status != nil {
+		st = s.status()
+	}
+	gt := discovery.GameTypeSurvival
+	switch strings.ToLower(st.GameType) {
+	case "creative":
+		gt = discovery.GameTypeCreative
+	case "adventure":
+		gt = discovery.GameTypeAdventure
+	}
+	return &discovery.ServerData{
+		ServerName:            st.Name,
+		LevelName:             st.Level,
+		GameType:              gt,
+		PlayerCount:           int32(st.Players),
+		MaxPlayerCount:        int32(st.MaxPlayers),
+		AcceptsOnlineAuth:     true,
+		AcceptsSelfSignedAuth: !s.online,
+		Nonce:                 s.nonce,
+		TransportLayer:        discovery.TransportLayerNetherNet,
+		ConnectionType:        4, // LAN signalling
+	}
+}
+
+// Signal sends a signal to the LAN peer it is for.
+func (s *lanSignaling) Signal(ctx context.Context, sig *gonn.Signal) error {
+	id, err := strconv.ParseUint(sig.NetworkID, 10, 64)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p, ok := s.peers[id]
+	s.mu.Unlock()
+	if !ok {
+		return errors.New("nethernet: unknown LAN peer")
+	}
+	_, err = s.conn.WriteTo(discovery.Marshal(&discovery.MessagePacket{RecipientID: id, Data: sig.String()}, s.id), p.addr)
+	return err
+}
+
+// Notify registers the listener the signals go to.
+func (s *lanSignaling) Notify(n gonn.Notifier) func() {
+	s.mu.Lock()
+	s.notifier = n
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.notifier == n {
+			s.notifier = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Context is done once the socket is closed.
+func (s *lanSignaling) Context() context.Context { return s.ctx }
+
+// Credentials returns none: LAN peers reach each other directly.
+func (s *lanSignaling) Credentials(context.Context) (*gonn.Credentials, error) {
+	return nil, nil
+}
+
+// NetworkID returns the server's network ID, its GUID.
+func (s *lanSignaling) NetworkID() string { return strconv.FormatUint(s.id, 10) }
+
+// PongData does nothing: replies are made from the live status.
+func (s *lanSignaling) PongData([]byte) {}
+
+// Addr returns the discovery socket's address.
+func (s *lanSignaling) Addr() net.Addr { return s.conn.LocalAddr() }
+
+// Close closes the socket and waits for the reader.
+func (s *lanSignaling) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		s.cancel()
+		_ = s.conn.Close()
+		<-s.done
+	})
+	return nil
+}
+
+// addrOf returns a's IP.
+func addrOf(a net.Addr) netip.Addr {
+	if ua, ok := a.(*net.UDPAddr); ok {
+		return ua.AddrPort().Addr().Unmap()
+	}
+	return remoteIP(a.String())
+}

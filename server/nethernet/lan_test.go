@@ -1,0 +1,127 @@
+package nethernet
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	gonn "github.com/df-mc/go-nethernet"
+	"github.com/df-mc/go-nethernet/discovery"
+)
+
+// lanClient is go-nethernet's discovery listener as a client uses it,
+// asking at 127.255.255.255 (loopback only) on port.
+func lanClient(t *testing.T, port int) *discovery.Listener {
+	t.Helper()
+	c, err := discovery.ListenConfig{
+		NetworkID:        42,
+		BroadcastAddress: &net.UDPAddr{IP: net.IPv4(127, 255, 255, 255), Port: port},
+		Log:              quietSlog,
+	}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// LAN discovery over loopback finds the server under its GUID with the
+// live status, and a client joins from the LAN list over LAN signalling.
+func TestLANDiscoveryAndJoin(t *testing.T) {
+	defer checkGoroutines(t)()
+	const guid = 0x1234_5678_9abc
+	l := listenTest(t, Config{
+		// Only a socket on the wildcard address receives what is sent to
+		// 127.255.255.255.
+		LANAddr:        "0.0.0.0:0",
+		NetworkID:      guid,
+		AllowAnonymous: true,
+		Status: func() Status {
+			return Status{Name: "Basalt", Level: "L", Players: 2, MaxPlayers: 20, GameType: "Creative"}
+		},
+	})
+	if l.LANAddr() == nil {
+		t.Fatal("no LAN discovery")
+	}
+	c := lanClient(t, l.LANAddr().(*net.UDPAddr).Port)
+	defer c.Close()
+	var data []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for data == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the server was not discovered")
+		}
+		time.Sleep(50 * time.Millisecond)
+		data = c.Responses()[guid]
+	}
+	var sd discovery.ServerData
+	if err := sd.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if sd.ServerName != "Basalt" || sd.LevelName != "L" || sd.PlayerCount != 2 || sd.MaxPlayerCount != 20 ||
+		sd.GameType != discovery.GameTypeCreative || sd.TransportLayer != discovery.TransportLayerNetherNet {
+		t.Errorf("server data %+v", sd)
+	}
+
+	// Join from the list: signals over the discovery socket.
+	d := gonn.Dialer{API: loopbackAPI(), Log: quietSlog}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cc, err := d.DialContext(ctx, strconv.FormatUint(guid, 10), c)
+	if err != nil {
+		t.Fatalf("LAN join: %v", err)
+	}
+	sc := accept(t, l)
+	if _, err := cc.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := sc.ReadPacket(); err != nil || string(b) != "hi" {
+		t.Fatalf("ReadPacket = %q, %v", b, err)
+	}
+	_ = cc.Close()
+	_ = sc.Close()
+	_ = c.Close()
+	_ = l.Close()
+}
+
+// nopPacketConn is a PacketConn that discards writes.
+type nopPacketConn struct{ net.PacketConn }
+
+func (nopPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
+func (nopPacketConn) LocalAddr() net.Addr                       { return &net.UDPAddr{} }
+
+// Discovery datagrams are hostile: whatever they hold, handling one never
+// panics and the peer table stays within its bound.
+func FuzzLANHandle(f *testing.F) {
+	f.Add(discovery.Marshal(&discovery.RequestPacket{}, 1))
+	f.Add(discovery.Marshal(&discovery.MessagePacket{RecipientID: 7, Data: "CONNECTREQUEST 1 v=0"}, 2))
+	f.Add(discovery.Marshal(&discovery.ResponsePacket{ApplicationData: []byte{1, 2, 3}}, 3))
+	f.Add([]byte{0, 1, 2})
+	s := &lanSignaling{conn: nopPacketConn{}, id: 7, limiter: newIPLimiter(lanRepliesPerIP), peers: make(map[uint64]lanPeer)}
+	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s.handle(b, from, time.Now())
+		if len(s.peers) > maxLANPeers {
+			t.Fatalf("%d LAN peers", len(s.peers))
+		}
+	})
+}
+
+// The peer table keeps at most maxLANPeers, forgetting the oldest.
+func TestLANPeersBounded(t *testing.T) {
+	s := &lanSignaling{peers: make(map[uint64]lanPeer)}
+	now := time.Unix(1000, 0)
+	for i := range 3 * maxLANPeers {
+		s.remember(uint64(i), &net.UDPAddr{}, now.Add(time.Duration(i)*time.Millisecond))
+	}
+	if len(s.peers) != maxLANPeers {
+		t.Errorf("%d peers, want %d", len(s.peers), maxLANPeers)
+	}
+	if _, ok := s.peers[3*maxLANPeers-1]; !ok {
+		t.Error("the newest peer was forgotten")
+	}
+	if _, ok := s.peers[0]; ok {
+		t.Error("the oldest peer was kept")
+	}
+}

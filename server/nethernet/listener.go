@@ -1,0 +1,543 @@
+package nethernet
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gonn "github.com/df-mc/go-nethernet"
+	"github.com/df-mc/go-nethernet/endpoint"
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+	"github.com/rs/zerolog"
+	"golang.org/x/net/netutil"
+)
+
+// Defaults for zero Config fields.
+const (
+	// DefaultMaxOfferSize caps an offer's body. A client's offer, every
+	// host candidate included, is one or two KiB.
+	DefaultMaxOfferSize = 16 << 10
+	// DefaultMaxNegotiations caps the negotiations in progress: offers
+	// being answered plus answered peers whose ICE, DTLS and SCTP have
+	// not completed. Each holds a pion ICE agent, DTLS and SCTP state,
+	// about 100 KiB (measured under a flood), so 256 hold some 25 MiB.
+	DefaultMaxNegotiations = 256
+	// DefaultMaxAnswering caps the offers handed to go-nethernet at once;
+	// more wait their turn, in order. The answers are made one after the
+	// other (go-nethernet's listener handles offers in turn, about 7 ms
+	// each: a DTLS certificate and two ES384 signatures).
+	DefaultMaxAnswering = 16
+	// answeringPerIP is how many offers of one IP address may be waiting
+	// or being answered at once, so that a player's offer waits behind
+	// at most one of each other address's: a client sends one offer per
+	// join attempt, and two players behind one NAT are refused only if
+	// their offers arrive within the few milliseconds of an answer.
+	answeringPerIP = 1
+	// DefaultNegotiationsPerIP is how many offers one IP address may send
+	// a second (with a burst of as many). A player's client sends one per
+	// join attempt.
+	DefaultNegotiationsPerIP = 4
+	// DefaultNegotiationTimeout bounds a negotiation, from the offer to
+	// the data channels open.
+	DefaultNegotiationTimeout = 10 * time.Second
+	// DefaultNegotiationsInFlightPerIP is how many negotiations one IP
+	// address may have in progress: each admitted offer holds one of its
+	// slots for NegotiationTimeout, unless it is refused. Several players
+	// behind one NAT may join at once; an attacker's few addresses
+	// cannot fill MaxNegotiations.
+	DefaultNegotiationsInFlightPerIP = 4
+	// DefaultMaxSignalingConns caps the TCP connections to the signalling
+	// endpoint open at once; more wait in the kernel's backlog.
+	DefaultMaxSignalingConns = 256
+)
+
+// Status is what GET /v1/join answers, as JSON: what BDS reports and the
+// client shows before joining.
+type Status struct {
+	Name       string `json:"name"`
+	Protocol   int    `json:"protocol"`
+	Version    string `json:"version"`
+	Level      string `json:"level"`
+	Players    int    `json:"players"`
+	MaxPlayers int    `json:"maxPlayers"`
+	GameType   string `json:"gameType"`
+}
+
+// Config configures a Listener.
+type Config struct {
+	// Addr is the TCP address of the HTTP signalling endpoint, host:port.
+	Addr string
+	// ICEConn is the UDP socket ICE runs on, shared by every peer
+	// connection: a Demux view of the RakNet socket, or a socket of its
+	// own. Nil means a socket of its own on ICEAddr. The Listener closes
+	// only a socket it opened.
+	ICEConn net.PacketConn
+	// ICEAddr is where the Listener opens its ICE socket when ICEConn is
+	// nil; empty means Addr's host and port, over UDP.
+	ICEAddr string
+	// PublicAddress, when valid, is the address players reach the server
+	// at (behind NAT, Docker or a tunnel): its IP is offered as an extra
+	// candidate beside the host candidates. Its port must be the ICE
+	// socket's: pion rewrites addresses, not ports.
+	PublicAddress netip.AddrPort
+	// TLSCert and TLSKey are PEM files; with both set, signalling is HTTPS
+	// (clients try https first and then ask no trust question), otherwise
+	// plain HTTP.
+	TLSCert, TLSKey string
+	// IdentityKey is the P-384 key that signs every answer (see
+	// LoadIdentityKey). Nil means a key made for this Listener alone: the
+	// trust prompt then comes back after every restart.
+	IdentityKey *ecdsa.PrivateKey
+	// AllowAnonymous accepts offers that carry no identity (custom and
+	// offline clients; the game always sends one). Their sessions have
+	// no proven key to bind the Login to.
+	AllowAnonymous bool
+	// Status returns the live status for GET /v1/join and LAN discovery.
+	// Nil answers an empty object.
+	Status func() Status
+	// LANAddr, if set, is the UDP address NetherNet LAN discovery is
+	// answered on (":7551" typically), where clients on the LAN also
+	// signal joins from their list. A socket that cannot be opened is
+	// logged and skipped.
+	LANAddr string
+	// NetworkID is the server's NetherNet network ID in LAN discovery:
+	// the RakNet GUID, so a client lists one server, not two.
+	NetworkID uint64
+	// Log receives the Listener's lifecycle messages and periodic
+	// summaries of refusals. Nil discards them.
+	Log *zerolog.Logger
+
+	// MaxOfferSize caps an offer's body in bytes; 0 means
+	// DefaultMaxOfferSize.
+	MaxOfferSize int64
+	// MaxNegotiations caps the negotiations in progress; 0 means
+	// DefaultMaxNegotiations.
+	MaxNegotiations int
+	// MaxAnswering caps the offers being answered at once; 0 means
+	// DefaultMaxAnswering.
+	MaxAnswering int
+	// NegotiationsPerIP caps the offers per IP address per second; 0
+	// means DefaultNegotiationsPerIP, negative no cap.
+	NegotiationsPerIP int
+	// NegotiationTimeout bounds each negotiation; 0 means
+	// DefaultNegotiationTimeout.
+	NegotiationTimeout time.Duration
+	// NegotiationsInFlightPerIP caps the negotiations in progress per IP
+	// address; 0 means DefaultNegotiationsInFlightPerIP, negative no cap.
+	NegotiationsInFlightPerIP int
+	// MaxSignalingConns caps the open signalling TCP connections; 0 means
+	// DefaultMaxSignalingConns.
+	MaxSignalingConns int
+
+	// includeLoopback forces loopback candidates whatever the ICE socket
+	// is bound to; tests use it with an ICE socket on 127.0.0.1, where it
+	// is implied anyway.
+	includeLoopback bool
+}
+
+// Stats are a Listener's counters.
+type Stats struct {
+	// Offers counts the offers received; Answered those answered.
+	Offers, Answered uint64
+	// Accepted counts the connections handed to Accept; Failed the
+	// answered peers whose connection did not complete in time.
+	Accepted, Failed uint64
+	// Refused counts offers refused before any WebRTC state was made, by
+	// reason.
+	TooLarge, Busy, RateLimited, Malformed uint64
+	// ICEQueueFull counts the STUN and DTLS datagrams a shared socket's
+	// Demux dropped because ICE fell behind.
+	ICEQueueFull uint64
+	// Negotiating is the negotiations in progress now; Open the
+	// connections accepted and not yet closed.
+	Negotiating, Open int
+}
+
+// counters are the Stats as kept.
+type counters struct {
+	offers, answered, accepted, failed     atomic.Uint64
+	tooLarge, busy, rateLimited, malformed atomic.Uint64
+	inFlight, halfOpen, open               atomic.Int64
+}
+
+// Listener serves NetherNet: HTTP signalling on TCP and the peer
+// connections over ICE on one UDP socket. Create one with Config.Listen.
+type Listener struct {
+	conf Config
+	log  zerolog.Logger
+
+	tcp  net.Listener
+	http *http.Server
+	ep   *endpoint.Handler
+	nn   *gonn.Listener
+	lan  *lanSignaling  // nil without LAN discovery
+	nnl  *gonn.Listener // the listener of LAN joins
+	mux  *ice.UDPMuxDefault
+
+	incoming chan *gonn.Conn
+	own      net.PacketConn // the ICE socket, if the Listener opened it
+	ice      net.Addr
+	tls      bool
+
+	limiter   *ipLimiter
+	slots     *ipSlots
+	answering chan struct{} // a token per offer handed to go-nethernet
+	waiting   *ipSlots      // offers waiting or being answered, per IP
+	stats     counters
+
+	closed    chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Listen opens the signalling endpoint and the ICE socket and starts
+// answering offers.
+func (c Config) Listen() (*Listener, error) {
+	if c.Addr == "" {
+		return nil, errors.New("nethernet: no address")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, errors.New("nethernet: a TLS certificate needs its key, and a key its certificate")
+	}
+	c.MaxOfferSize = cmpOr(c.MaxOfferSize, DefaultMaxOfferSize)
+	c.MaxNegotiations = cmpOr(c.MaxNegotiations, DefaultMaxNegotiations)
+	c.MaxAnswering = cmpOr(c.MaxAnswering, DefaultMaxAnswering)
+	c.NegotiationsPerIP = cmpOr(c.NegotiationsPerIP, DefaultNegotiationsPerIP)
+	c.NegotiationTimeout = cmpOr(c.NegotiationTimeout, DefaultNegotiationTimeout)
+	c.MaxSignalingConns = cmpOr(c.MaxSignalingConns, DefaultMaxSignalingConns)
+	l := &Listener{conf: c, closed: make(chan struct{}), incoming: make(chan *gonn.Conn)}
+	if c.Log != nil {
+		l.log = c.Log.With().Str("src", "nethernet").Logger()
+	} else {
+		l.log = zerolog.Nop()
+	}
+	if c.NegotiationsPerIP > 0 {
+		l.limiter = newIPLimiter(c.NegotiationsPerIP)
+	}
+	c.NegotiationsInFlightPerIP = cmpOr(c.NegotiationsInFlightPerIP, DefaultNegotiationsInFlightPerIP)
+	if c.NegotiationsInFlightPerIP > 0 {
+		l.slots = newIPSlots(c.NegotiationsInFlightPerIP, c.NegotiationTimeout)
+	}
+	l.answering = make(chan struct{}, c.MaxAnswering)
+	l.waiting = newIPSlots(answeringPerIP, c.NegotiationTimeout)
+	l.conf = c
+	var tlsConf *tls.Config
+	if c.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("nethernet: TLS: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	pc := c.ICEConn
+	if pc == nil {
+		addr := cmpOr(c.ICEAddr, c.Addr)
+		var err error
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return nil, fmt.Errorf("nethernet: ICE socket: %w", err)
+		}
+		l.own = pc
+	}
+	l.ice = pc.LocalAddr()
+	fail := func(err error) (*Listener, error) {
+		l.closeAll()
+		return nil, err
+	}
+	tcp, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("nethernet: signalling: %w", err))
+	}
+	l.tcp = tcp
+	api, mux, err := l.newAPI(pc)
+	if err != nil {
+		return fail(fmt.Errorf("nethernet: %w", err))
+	}
+	l.mux = mux
+
+	slogger := newSlog(l.log)
+	l.ep = endpoint.HandlerConfig{
+		Logger: slogger,
+		NegotiationContext: func(parent context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(parent, c.NegotiationTimeout)
+		},
+	}.New()
+	key := c.IdentityKey
+	lc := gonn.ListenConfig{
+		Log:            slogger,
+		API:            api,
+		AllowAnonymous: c.AllowAnonymous,
+		NegotiationContext: func(parent context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(parent, c.NegotiationTimeout)
+		},
+		ConnContext: l.connContext,
+		// The HTTP model answers each offer once, with every candidate.
+		DisableTrickleICE: true,
+	}
+	if key != nil {
+		lc.IssueServerIdentity = func(context.Context) (*gonn.Identity, error) {
+			// A token lasts a minute: one per answer.
+			return gonn.GenerateServerIdentity(key, "self")
+		}
+	}
+	nn, err := lc.Listen(l.ep)
+	if err != nil {
+		return fail(fmt.Errorf("nethernet: %w", err))
+	}
+	l.nn = nn
+	l.wg.Go(func() { l.acceptFrom(nn) })
+	if c.LANAddr != "" {
+		l.listenLAN(lc)
+	}
+
+	ln := netutil.LimitListener(tcp, c.MaxSignalingConns)
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+		l.tls = true
+	}
+	l.http = &http.Server{
+		Handler:           l.handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      c.NegotiationTimeout + 5*time.Second,
+		IdleTimeout:       30 * time.Second,
+		MaxHeaderBytes:    8 << 10,
+		ErrorLog:          nil,
+	}
+	l.http.ErrorLog = httpErrorLog()
+	l.wg.Go(func() { _ = l.http.Serve(ln) })
+	l.wg.Go(l.summarise)
+	scheme := "http"
+	if l.tls {
+		scheme = "https"
+	}
+	l.log.Info().Str("signalling", scheme+"://"+tcp.Addr().String()).Str("ice", l.ice.String()).Msg("NetherNet listening")
+	return l, nil
+}
+
+// newAPI returns the WebRTC API every peer connection is made with: ICE
+// on pc alone, candidates on pc's address (loopback only when it is
+// loopback), no mDNS.
+func (l *Listener) newAPI(pc net.PacketConn) (*webrtc.API, *ice.UDPMuxDefault, error) {
+	var se webrtc.SettingEngine
+	local := netip.IPv4Unspecified()
+	if ua, ok := pc.LocalAddr().(*net.UDPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ua.IP); ok {
+			local = a.Unmap()
+		}
+	}
+	// pion asks its UDPMux for the addresses to offer; it does not gather
+	// on its own sockets.
+	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: pc, Logger: pionLogger{}.NewLogger("mux")})
+	se.SetICEUDPMux(mux)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.LoggerFactory = pionLogger{}
+	loopback := l.conf.includeLoopback || local.IsLoopback()
+	se.SetIncludeLoopbackCandidate(loopback)
+	se.SetIPFilter(func(ip net.IP) bool {
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			return false
+		}
+		a = a.Unmap()
+		switch {
+		case local.IsLoopback():
+			return a.IsLoopback()
+		case !local.IsUnspecified():
+			return a == local
+		}
+		return true
+	})
+	if local.Is4() {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	} else if !local.IsUnspecified() {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP6})
+	} else {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
+	}
+	// A peer that goes silent is given up on after 10 s rather than 30.
+	se.SetICETimeouts(4*time.Second, 10*time.Second, 2*time.Second)
+	if pa := l.conf.PublicAddress; pa.IsValid() {
+		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
+			External:        []string{pa.Addr().Unmap().String()},
+			AsCandidateType: webrtc.ICECandidateTypeSrflx,
+			Mode:            webrtc.ICEAddressRewriteAppend,
+		})
+		if err != nil {
+			_ = mux.Close()
+			return nil, nil, fmt.Errorf("public address: %w", err)
+		}
+	}
+	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), mux, nil
+}
+
+// connContext bounds an answered peer's ICE, DTLS and SCTP start, and
+// counts it as a negotiation until it is accepted or given up.
+func (l *Listener) connContext(parent context.Context, _ *gonn.Conn) (context.Context, context.CancelFunc) {
+	l.stats.halfOpen.Add(1)
+	ctx, cancel := context.WithTimeout(parent, l.conf.NegotiationTimeout)
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			if ctx.Err() != nil && parent.Err() == nil {
+				l.stats.failed.Add(1)
+			}
+			cancel()
+			l.stats.halfOpen.Add(-1)
+		})
+	}
+}
+
+// listenLAN opens LAN discovery and the listener of the joins signalled
+// through it, which trickle their candidates. It logs and gives up if the
+// socket cannot be opened.
+func (l *Listener) listenLAN(lc gonn.ListenConfig) {
+	lan, err := listenLAN(l.conf.LANAddr, l.conf.NetworkID, l.conf.Status, !l.conf.AllowAnonymous)
+	if err != nil {
+		l.log.Warn().Err(err).Str("addr", l.conf.LANAddr).
+			Msg("NetherNet LAN discovery not opened; LAN clients will not list the server over NetherNet")
+		return
+	}
+	lc.DisableTrickleICE = false
+	nnl, err := lc.Listen(lan)
+	if err != nil {
+		_ = lan.Close()
+		l.log.Warn().Err(err).Msg("NetherNet LAN listener not opened")
+		return
+	}
+	l.lan, l.nnl = lan, nnl
+	l.wg.Go(func() { l.acceptFrom(nnl) })
+}
+
+// acceptFrom passes the connections nn accepts to Accept, until nn or the
+// Listener closes.
+func (l *Listener) acceptFrom(nn *gonn.Listener) {
+	for {
+		c, err := nn.Accept()
+		if err != nil {
+			return
+		}
+		nc, ok := c.(*gonn.Conn)
+		if !ok {
+			_ = c.Close()
+			continue
+		}
+		select {
+		case l.incoming <- nc:
+		case <-l.closed:
+			_ = nc.Close()
+			return
+		}
+	}
+}
+
+// Accept waits for and returns the next connection whose data channels
+// are open. It returns an error wrapping net.ErrClosed once the Listener
+// is closed.
+func (l *Listener) Accept() (*Conn, error) {
+	select {
+	case <-l.closed:
+		return nil, fmt.Errorf("nethernet: accept: %w", net.ErrClosed)
+	case nc := <-l.incoming:
+		l.stats.accepted.Add(1)
+		l.stats.open.Add(1)
+		return newConn(nc, func() { l.stats.open.Add(-1) }), nil
+	}
+}
+
+// LANAddr returns the address LAN discovery is answered on, nil without
+// it.
+func (l *Listener) LANAddr() net.Addr {
+	if l.lan == nil {
+		return nil
+	}
+	return l.lan.Addr()
+}
+
+// Addr returns the signalling endpoint's TCP address.
+func (l *Listener) Addr() net.Addr { return l.tcp.Addr() }
+
+// ICEAddr returns the address of the UDP socket ICE runs on.
+func (l *Listener) ICEAddr() net.Addr { return l.ice }
+
+// TLS reports whether signalling is HTTPS.
+func (l *Listener) TLS() bool { return l.tls }
+
+// Stats returns the Listener's counters.
+func (l *Listener) Stats() Stats {
+	s := &l.stats
+	st := Stats{
+		Offers: s.offers.Load(), Answered: s.answered.Load(),
+		Accepted: s.accepted.Load(), Failed: s.failed.Load(),
+		TooLarge: s.tooLarge.Load(), Busy: s.busy.Load(),
+		RateLimited: s.rateLimited.Load(), Malformed: s.malformed.Load(),
+		Negotiating: int(s.inFlight.Load() + s.halfOpen.Load()),
+		Open:        int(s.open.Load()),
+	}
+	if d, ok := l.conf.ICEConn.(*Demux); ok {
+		st.ICEQueueFull = d.Dropped()
+	}
+	return st
+}
+
+// Close stops answering offers, ends the negotiations in progress and
+// closes the sockets the Listener opened. Connections already accepted
+// are their sessions'; they end when closed or when the ICE socket they
+// run on is closed. Close waits for the Listener's goroutines and for the
+// negotiations in progress to end, and is safe to call more than once.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		l.closeAll()
+		l.wg.Wait()
+		// go-nethernet ends an answered peer's start as soon as its
+		// listener closes; wait for the last to notice.
+		deadline := time.Now().Add(2 * time.Second)
+		for l.stats.halfOpen.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		l.log.Info().Msg("NetherNet closed")
+	})
+	return nil
+}
+
+// closeAll closes whatever Listen opened.
+func (l *Listener) closeAll() {
+	if l.http != nil {
+		_ = l.http.Close()
+	} else if l.tcp != nil {
+		_ = l.tcp.Close()
+	}
+	if l.nn != nil {
+		_ = l.nn.Close()
+	}
+	if l.nnl != nil {
+		_ = l.nnl.Close()
+	}
+	if l.lan != nil {
+		_ = l.lan.Close()
+	}
+	if l.mux != nil {
+		_ = l.mux.Close()
+	}
+	if l.own != nil {
+		_ = l.own.Close()
+	}
+}
+
+// cmpOr returns v, or def if v is zero.
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

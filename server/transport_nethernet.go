@@ -1,0 +1,164 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/nethernet"
+	"github.com/rs/zerolog"
+)
+
+// loadNetherNet resolves the NetherNet files of uc into c: the TLS files
+// against the config file's directory, the identity file against the
+// GUID file's, loading (or creating) the identity key.
+func (c *Config) loadNetherNet(uc UserConfig, log *zerolog.Logger) error {
+	n := uc.Network
+	resolve := func(path, dir string) string {
+		if path == "" || filepath.IsAbs(path) {
+			return path
+		}
+		return filepath.Join(dir, path)
+	}
+	c.NetherNetTLSCert = resolve(n.NetherNetTLSCert, uc.dir)
+	c.NetherNetTLSKey = resolve(n.NetherNetTLSKey, uc.dir)
+	if !n.NetherNet || n.NetherNetIDFile == "" {
+		return nil
+	}
+	c.NetherNetIdentityFile = resolve(n.NetherNetIDFile, filepath.Dir(c.GUIDFile))
+	key, created, err := nethernet.LoadIdentityKey(c.NetherNetIdentityFile)
+	if err != nil {
+		return fmt.Errorf("network.nethernet_identity_file: %w", err)
+	}
+	c.NetherNetIdentityKey = key
+	if created {
+		log.Info().Str("path", c.NetherNetIdentityFile).Msg("created NetherNet identity key file")
+	}
+	return nil
+}
+
+// listenNetherNet opens the NetherNet listener beside the game listeners.
+// It runs with srv.mu held, after the game listeners are open.
+func (srv *Server) listenNetherNet() error {
+	c := srv.conf
+	game := srv.game()
+	if len(game) == 0 {
+		return nil
+	}
+	udp := game[0].Addr().(*net.UDPAddr)
+	addr := c.NetherNetAddress
+	if addr == "" {
+		addr = udp.String()
+	}
+	nc := nethernet.Config{
+		Addr:          addr,
+		PublicAddress: c.PublicAddress,
+		TLSCert:       c.NetherNetTLSCert,
+		TLSKey:        c.NetherNetTLSKey,
+		IdentityKey:   c.NetherNetIdentityKey,
+		// The game always proves a key, which its Login must then
+		// carry. Offline tools prove none: in online mode they are
+		// refused, as their Logins could be replayed over NetherNet,
+		// which has no Bedrock encryption to stop it.
+		AllowAnonymous: c.AuthenticationDisabled,
+		Status:         srv.netherNetStatus,
+		Log:            c.Log,
+		NetworkID:      uint64(c.GUID),
+	}
+	if c.LANDiscovery {
+		nc.LANAddr = cmp(c.NetherNetLANAddress, "0.0.0.0:"+strconv.Itoa(nethernet.LANPort))
+	}
+	switch p := c.NetherNetICEPort; {
+	case p > 0:
+		nc.ICEAddr = net.JoinHostPort(udp.IP.String(), strconv.Itoa(p))
+	case p < 0:
+		nc.ICEAddr = net.JoinHostPort(udp.IP.String(), "0")
+	default:
+		// The game socket, shared: srv.demux was hooked into the first
+		// game listener (withICE).
+		srv.demux.Bind(game[0].Addr(), game[0].WriteForeign)
+		nc.ICEConn = srv.demux
+	}
+	l, err := nc.Listen()
+	if err != nil {
+		return err
+	}
+	srv.nn = l
+	return nil
+}
+
+// withICE returns lc handing the STUN and DTLS datagrams it reads to
+// NetherNet's ICE, when NetherNet shares the game socket
+// (NetherNetICEPort 0): for the IPv4 game listener, or the IPv6 one when
+// there is no IPv4 one.
+func (srv *Server) withICE(lc raknet.ListenConfig, v6 bool) raknet.ListenConfig {
+	c := srv.conf
+	if !c.NetherNet || c.NetherNetICEPort != 0 || v6 && c.AddressV4 != "" {
+		return lc
+	}
+	srv.demux = nethernet.NewDemux(0)
+	lc.Foreign = srv.demux.Deliver
+	return lc
+}
+
+// netherNetStatus is what GET /v1/join reports: the MOTD's fields, live.
+func (srv *Server) netherNetStatus() nethernet.Status {
+	st := srv.Status()
+	return nethernet.Status{
+		Name:       st.ServerName,
+		Protocol:   st.Protocol,
+		Version:    st.Version,
+		Level:      st.LevelName,
+		Players:    st.Players,
+		MaxPlayers: st.MaxPlayers,
+		GameType:   st.GameMode,
+	}
+}
+
+// acceptNetherNet serves every connection l accepts, until l is closed.
+func (srv *Server) acceptNetherNet(l *nethernet.Listener) {
+	defer srv.loops.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return // Accept fails only once the listener is closed
+		}
+		srv.serveConn(c)
+	}
+}
+
+// NetherNetAddr returns the TCP address of NetherNet's signalling, nil
+// when NetherNet is off or before Listen.
+func (srv *Server) NetherNetAddr() net.Addr {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.nn == nil {
+		return nil
+	}
+	return srv.nn.Addr()
+}
+
+// NetherNetLANAddr returns the address NetherNet LAN discovery is
+// answered on, nil without it.
+func (srv *Server) NetherNetLANAddr() net.Addr {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.nn == nil {
+		return nil
+	}
+	return srv.nn.LANAddr()
+}
+
+// NetherNetStats returns the NetherNet listener's counters, and false when
+// NetherNet is off.
+func (srv *Server) NetherNetStats() (nethernet.Stats, bool) {
+	srv.mu.Lock()
+	l := srv.nn
+	srv.mu.Unlock()
+	if l == nil {
+		return nethernet.Stats{}, false
+	}
+	return l.Stats(), true
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/df-mc/go-nethernet/discovery"
+)
+
+// With NetherNet on, the signalling answers on TCP at the game port, the
+// NetherNet metrics are reported, and a refused offer is counted.
+func TestNetherNetListenerAndMetrics(t *testing.T) {
+	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", NetherNet: true})
+	addr := srv.NetherNetAddr()
+	if addr == nil {
+		t.Fatal("no NetherNet listener")
+	}
+	if got, want := addr.String(), gameAddr(t, srv); got != want {
+		t.Errorf("signalling on %s, want the game address %s over TCP", got, want)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Post("http://"+addr.String()+"/v1/join/1", "application/sdp", strings.NewReader("not an offer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a junk offer: %d, want 400", resp.StatusCode)
+	}
+	mfs := scrape(t, metricsURL(t, srv, "/metrics"))
+	for _, name := range netherNetMetricNames {
+		if mfs[name] == nil {
+			t.Errorf("no metric %s", name)
+		}
+	}
+	if got := value(sample(t, mfs, "basalt_nethernet_refused_total", "reason", "malformed")); got != 1 {
+		t.Errorf("malformed offers: %v, want 1", got)
+	}
+	if got := value(sample(t, mfs, "basalt_transport_sessions", "transport", "nethernet")); got != 0 {
+		t.Errorf("NetherNet sessions: %v, want 0", got)
+	}
+}
+
+// Without NetherNet the server opens no TCP listener.
+func TestNetherNetOff(t *testing.T) {
+	srv := startServer(t, Config{})
+	if a := srv.NetherNetAddr(); a != nil {
+		t.Errorf("NetherNetAddr = %v with NetherNet off", a)
+	}
+	if _, ok := srv.NetherNetStats(); ok {
+		t.Error("NetherNetStats reports a listener with NetherNet off")
+	}
+}
+
+// NetherNet LAN discovery, over loopback, lists the server under its
+// RakNet GUID with the live player count.
+func TestNetherNetLANDiscovery(t *testing.T) {
+	srv := startServer(t, Config{
+		NetherNet: true, LANDiscovery: true,
+		LANAddressV4: "127.0.0.1:0", NetherNetLANAddress: "0.0.0.0:0",
+		Name: "LAN test",
+	})
+	la := srv.NetherNetLANAddr()
+	if la == nil {
+		t.Fatal("no NetherNet LAN discovery")
+	}
+	c, err := discovery.ListenConfig{
+		NetworkID:        7,
+		BroadcastAddress: &net.UDPAddr{IP: net.IPv4(127, 255, 255, 255), Port: la.(*net.UDPAddr).Port},
+		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var data []byte
+	for data == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("not discovered under the GUID")
+		}
+		time.Sleep(50 * time.Millisecond)
+		data = c.Responses()[uint64(srv.GUID())]
+	}
+	var sd discovery.ServerData
+	if err := sd.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if sd.ServerName != "LAN test" || sd.MaxPlayerCount != 20 || sd.PlayerCount != 0 {
+		t.Errorf("server data %+v", sd)
+	}
+	_ = c.Close()
+
+	// network.lan_discovery = false: no NetherNet LAN discovery either.
+	off := startServer(t, Config{NetherNet: true, NetherNetLANAddress: "0.0.0.0:0"})
+	if a := off.NetherNetLANAddr(); a != nil {
+		t.Errorf("LAN discovery on %v with LANDiscovery off", a)
+	}
+}

@@ -1,0 +1,11 @@
+package join_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/basaltmc/basalt/integration/leaktest"
+)
+
+// TestMain fails the run if any test left a goroutine of Basalt's or gophertunnel's behind.
+func TestMain(m *testing.M) { os.Exit(leaktest.Main(m, leaktest.Module, "github.com/sandertv/")) }
