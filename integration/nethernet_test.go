@@ -35,7 +35,7 @@ import (
 func netherNetServer(t *testing.T, handler string) (*server.Server, string, string) {
 	t.Helper()
 	uc := server.DefaultUserConfig()
-	uc.Network.AddressV4 = "127.0.0.1:0"
+	uc.Network.AddressV4 = bothFree(t)
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false
 	uc.Server.Handler = handler
@@ -275,4 +275,26 @@ func (n *recordingNetwork) DialContext(ctx context.Context, addr string) (net.Co
 		n.last = c.(*gonn.Conn)
 	}
 	return c, err
+}
+
+// bothFree returns a loopback address whose port is free on TCP and UDP
+// alike: NetherNet's signalling takes the game port's number on TCP, and
+// with port 0 the system picks a UDP port whose TCP twin may be taken.
+func bothFree(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := tl.Addr().String()
+		ul, err := net.ListenPacket("udp", addr)
+		_ = tl.Close()
+		if err == nil {
+			_ = ul.Close()
+			return addr
+		}
+	}
+	t.Fatal("no port free on both TCP and UDP")
+	return ""
 }

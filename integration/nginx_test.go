@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,14 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
-	"github.com/rs/zerolog"
 	goraknet "github.com/sandertv/go-raknet"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -29,7 +31,8 @@ import (
 // load balancer with Debian's nginx and its stream module: nginx started
 // by the test on loopback ports, with a configuration and prefix of its
 // own in a temporary directory (never the system's service), in front of
-// two servers.
+// two processes of the basalt command built from this module, each with
+// the README's config.toml.
 
 // nginxModule is where Debian's libnginx-mod-stream puts the module.
 const nginxModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
@@ -117,6 +120,7 @@ events { worker_connections 256; }
 	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", path)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = childProcAttr(syscall.SIGTERM) // nginx's fast stop
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,91 +158,232 @@ func freeUDPPort(t *testing.T) string {
 	return addr
 }
 
-// instance is one server behind nginx.
-type instance struct {
-	name string
-	srv  *server.Server
-	log  *logBuffer
-	stop context.CancelFunc
-	ran  chan error
+// buildBasaltFor builds the basalt command into dir, with the race
+// detector when the test binary has it, and returns its path.
+func buildBasaltFor(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "basalt")
+	args := []string{"build", "-o", bin}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	start := time.Now()
+	if out, err := exec.Command("go", append(args, "github.com/basaltmc/basalt")...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("go %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return bin
 }
 
-// startInstance starts a server configured as the README's recipe says,
-// on a loopback port, trusting nginx on 127.0.0.1, advertising public as
-// its address, sharing dir's cookie secret and GUID files.
-func startInstance(t *testing.T, name, dir, public string) *instance {
+// readmeInstanceConfig returns the config.toml of README.md's recipe for
+// an instance behind nginx, with loopback addresses and the test's files
+// and grace put in, and the keys a test needs added: no IPv6 or LAN
+// listener, the lobby (clients spawn), offline mode (tests never reach
+// Xbox Live), an instance's own shutdown message, and JSON logs at debug
+// (a session's address is logged when it opens).
+func readmeInstanceConfig(t *testing.T, name, front, shared string) string {
 	t.Helper()
-	uc := server.DefaultUserConfig()
-	uc.Network.AddressV4 = "127.0.0.1:0"
-	uc.Network.AddressV6 = ""
-	uc.Network.LANDiscovery = false
-	uc.Network.ProxyProtocol = true
-	uc.Network.TrustedProxies = []string{"127.0.0.1"}
-	uc.Network.PublicAddress = public
-	uc.Network.CookieSecretFile = filepath.Join(dir, "cookie_secret")
-	uc.Server.GUIDFile = filepath.Join(dir, "server_guid")
-	uc.Server.Handler = "lobby"
-	uc.Server.ShutdownMessage = "Instance " + name + " is stopping."
-	uc.Server.ShutdownGrace = "2s"
-	uc.Metrics.Address = "127.0.0.1:0"
-	lb := &logBuffer{}
-	log := zerolog.New(lb).Level(zerolog.DebugLevel).With().Str("instance", name).Logger()
-	c, err := uc.Config(&log)
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
-		t.Fatalf("%s: config: %v", name, err)
+		t.Fatal(err)
 	}
-	c.AuthenticationDisabled = true // gophertunnel's offline clients
-	// Clients closed by the test's cleanup acknowledge nothing.
-	c.ShutdownTimeout = time.Second
-	srv := c.New()
-	if err := srv.Listen(); err != nil {
-		t.Fatalf("%s: Listen: %v", name, err)
+	s := string(readme)
+	i := strings.Index(s, "## Several instances behind a load balancer")
+	if i < 0 {
+		t.Fatal("README.md has no section \"Several instances behind a load balancer\"")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{name: name, srv: srv, log: lb, stop: cancel, ran: make(chan error, 1)}
-	go func() { in.ran <- srv.Run(ctx) }()
+	s = s[i:]
+	j := strings.Index(s, "```toml\n")
+	if j < 0 {
+		t.Fatal("README.md's load balancer section has no toml block")
+	}
+	s = s[j+len("```toml\n"):]
+	s = s[:strings.Index(s, "```")]
+	for _, r := range []struct{ old, new string }{
+		{`address_v4 = "0.0.0.0:19132"`, `address_v4 = "127.0.0.1:0"`},
+		{`trusted_proxies = ["10.0.0.10"]`, `trusted_proxies = ["127.0.0.1"]`},
+		{`public_address = "203.0.113.5:19132"`, fmt.Sprintf("public_address = %q", front)},
+		{`cookie_secret_file = "/etc/basalt/cookie_secret"`, fmt.Sprintf("cookie_secret_file = %q", filepath.Join(shared, "cookie_secret"))},
+		{`guid_file = "/etc/basalt/server_guid"`, fmt.Sprintf("guid_file = %q", filepath.Join(shared, "server_guid"))},
+		{`shutdown_grace = "10s"`, fmt.Sprintf("shutdown_grace = %q", nginxGrace.String())},
+		{`address = "10.0.0.11:9100"`, `address = "127.0.0.1:0"`},
+		{"[network]\n", "[network]\naddress_v6 = \"\"\nlan_discovery = false\n"},
+		{"[server]\n", fmt.Sprintf("[server]\nhandler = \"lobby\"\nonline_mode = false\nshutdown_message = %q\n", stoppingMessage(name))},
+	} {
+		if !strings.Contains(s, r.old) {
+			t.Fatalf("README.md's instance config lacks %q:\n%s", r.old, s)
+		}
+		s = strings.Replace(s, r.old, r.new, 1)
+	}
+	return s + "\n[log]\nformat = \"json\"\nlevel = \"debug\"\n"
+}
+
+// nginxGrace is the instances' server.shutdown_grace: room for a loaded
+// machine to see /readyz 503 before the listener closes.
+const nginxGrace = 2 * time.Second
+
+// stoppingMessage is the shutdown message of the instance called name.
+func stoppingMessage(name string) string { return "Instance " + name + " is stopping." }
+
+// jsonLog keeps the lines of an instance's JSON log as they are written;
+// it is safe for concurrent use.
+type jsonLog struct {
+	mu      sync.Mutex
+	raw     bytes.Buffer
+	partial []byte
+	lines   []map[string]any
+}
+
+func (l *jsonLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.raw.Write(p)
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.partial[:i]
+		l.partial = l.partial[i+1:]
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.UseNumber() // GUIDs do not fit a float64
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			m = map[string]any{"message": "not JSON: " + string(line)}
+		}
+		l.lines = append(l.lines, m)
+	}
+	return len(p), nil
+}
+
+// find returns the index of the first line with message msg for which
+// match (nil: any) holds, -1 if there is none.
+func (l *jsonLog) find(msg string, match func(map[string]any) bool) (int, map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range l.lines {
+		if m["message"] == msg && (match == nil || match(m)) {
+			return i, m
+		}
+	}
+	return -1, nil
+}
+
+func (l *jsonLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raw.String()
+}
+
+// field returns a matcher for lines whose key is the string value.
+func field(key, value string) func(map[string]any) bool {
+	return func(m map[string]any) bool { s, _ := m[key].(string); return s == value }
+}
+
+// instance is a basalt process behind nginx.
+type instance struct {
+	name    string
+	cmd     *exec.Cmd
+	log     *jsonLog
+	exited  chan struct{} // closed once the process has exited; then err is Wait's
+	err     error
+	game    string // its game listener's address
+	metrics string // its metrics address
+	guid    string
+}
+
+// startInstance runs bin in a directory of its own with the README's
+// configuration for an instance behind nginx at front, sharing shared's
+// cookie secret and GUID files, and waits until it listens. The process
+// is killed, by its PID, when the test ends if it still runs.
+func startInstance(t *testing.T, bin, name, front, shared string) *instance {
+	t.Helper()
+	dir := t.TempDir()
+	conf := readmeInstanceConfig(t, name, front, shared)
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{name: name, log: &jsonLog{}, exited: make(chan struct{})}
+	in.cmd = exec.Command(bin, "-config", path)
+	in.cmd.Dir = dir
+	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log // standard input: /dev/null, no console
+	in.cmd.SysProcAttr = childProcAttr(syscall.SIGKILL)
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { in.err = in.cmd.Wait(); close(in.exited) }()
 	t.Cleanup(func() {
-		stopAt := time.Now()
-		cancel()
-		_ = srv.Close()
-		<-in.ran
-		t.Logf("%s closed in %v", name, time.Since(stopAt).Round(time.Millisecond))
+		select {
+		case <-in.exited:
+		default:
+			_ = in.cmd.Process.Kill()
+			<-in.exited
+		}
 		if t.Failed() {
-			t.Logf("%s log:\n%s", name, lb.String())
+			t.Logf("instance %s (pid %d), config:\n%s\nlog:\n%s", name, in.cmd.Process.Pid, conf, in.log.String())
 		}
 	})
+	// The server's line, not its RakNet listener's.
+	_, listening := in.wait(t, "listening", func(m map[string]any) bool { _, ok := m["addrs"]; return ok })
+	addrs, _ := listening["addrs"].([]any)
+	if len(addrs) != 1 {
+		t.Fatalf("%s: listening on %v, want one address", name, listening["addrs"])
+	}
+	in.game, _ = addrs[0].(string)
+	in.guid = fmt.Sprint(listening["guid"])
+	_, metrics := in.wait(t, "serving metrics", nil)
+	in.metrics, _ = metrics["addr"].(string)
 	return in
 }
 
-// readyz returns the status of the instance's /readyz.
-func (in *instance) readyz(t *testing.T) int {
+// wait waits for a log line with message msg for which match holds (nil:
+// any), failing the test after nginxWait or if the process exits first.
+func (in *instance) wait(t *testing.T, msg string, match func(map[string]any) bool) (int, map[string]any) {
 	t.Helper()
-	addr := in.srv.MetricsAddr()
-	if addr == nil {
-		return 0 // closed
+	deadline := time.Now().Add(nginxWait)
+	for {
+		if i, m := in.log.find(msg, match); i >= 0 {
+			return i, m
+		}
+		select {
+		case <-in.exited:
+			if i, m := in.log.find(msg, match); i >= 0 {
+				return i, m
+			}
+			t.Fatalf("%s exited (%v) before logging %q", in.name, in.err, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %q line in %v", in.name, msg, nginxWait)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// get returns the status and body of GET path on the instance's metrics
+// address; status 0 if it does not answer.
+func (in *instance) get(path string) (int, string) {
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + addr.String() + "/readyz")
+	resp, err := c.Get("http://" + in.metrics + path)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // metric returns the value of the sample line of /metrics that starts
 // with prefix, "" if there is none.
-func (in *instance) metric(t *testing.T, prefix string) string {
-	t.Helper()
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + in.srv.MetricsAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+func (in *instance) metric(prefix string) string {
+	_, body := in.get("/metrics")
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, prefix) {
 			return strings.TrimSpace(strings.TrimPrefix(line, prefix))
 		}
@@ -246,20 +391,18 @@ func (in *instance) metric(t *testing.T, prefix string) string {
 	return ""
 }
 
-// holds reports whether a session of the instance is the client at addr.
-func (in *instance) holds(addr string) bool {
-	for _, s := range in.srv.Sessions() {
-		if s.RemoteAddr().String() == addr {
-			return true
-		}
-	}
-	return false
+// opened reports whether the instance logged a session opened from addr.
+func (in *instance) opened(addr string) bool {
+	i, _ := in.log.find("session opened", field("raddr", addr))
+	return i >= 0
 }
 
-// player is a gophertunnel client that joined through nginx.
+// player is a gophertunnel client that joined through nginx, and the
+// instance that logged it joining from its own address.
 type player struct {
 	name string
 	conn *minecraft.Conn
+	on   *instance
 }
 
 // joinVia joins addr with gophertunnel as name and spawns. gophertunnel
@@ -280,6 +423,39 @@ func joinVia(t *testing.T, addr, name string) (*minecraft.Conn, error) {
 	return conn, nil
 }
 
+// join joins through nginx at front as name and returns the player with
+// the instance whose log has it joining the lobby from the client's own
+// address and port; it fails the test if none or both have. The client
+// is closed when keep ends.
+func join(t, keep *testing.T, front, name string, instances []*instance) player {
+	t.Helper()
+	conn, err := joinVia(t, front, name)
+	if err != nil {
+		t.Fatalf("%s: join through nginx: %v", name, err)
+	}
+	keep.Cleanup(func() { _ = conn.Close() })
+	p := player{name: name, conn: conn}
+	local := conn.LocalAddr().String()
+	joined := func(m map[string]any) bool { return field("player", name)(m) && field("raddr", local)(m) }
+	// The lobby logs the join as the client spawns: wait a moment for it.
+	deadline := time.Now().Add(nginxWait)
+	for p.on == nil && time.Now().Before(deadline) {
+		for _, in := range instances {
+			if i, _ := in.log.find("player joined the lobby", joined); i >= 0 {
+				if p.on != nil {
+					t.Fatalf("%s (%s) joined both instances", name, local)
+				}
+				p.on = in
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.on == nil {
+		t.Fatalf("%s (%s): no instance logged it joining from its own address and port", name, local)
+	}
+	return p
+}
+
 // readUntil reads conn until want returns true for a packet, or the read
 // fails: it returns the error.
 func readUntil(conn *minecraft.Conn, want func(packet.Packet) bool) error {
@@ -295,18 +471,28 @@ func readUntil(conn *minecraft.Conn, want func(packet.Packet) bool) error {
 	}
 }
 
+// TestNginxLoadBalancer runs two basalt processes, built from this
+// module, behind Debian's nginx with the README's recipe; its subtests
+// run in order, each on what the one before left.
 func TestNginxLoadBalancer(t *testing.T) {
-	bin := findNginx(t)
+	nginx := findNginx(t)
+	if testing.Short() {
+		t.Skip("builds and runs the basalt command")
+	}
 	start := time.Now()
+	bin := buildBasaltFor(t, t.TempDir())
 	shared := t.TempDir()
 	front := freeUDPPort(t)
-	a := startInstance(t, "A", shared, front)
-	b := startInstance(t, "B", shared, front)
+	// One after the other: the first creates the shared GUID and cookie
+	// secret files, the second reads them.
+	a := startInstance(t, bin, "A", front, shared)
+	b := startInstance(t, bin, "B", front, shared)
 	instances := []*instance{a, b}
-	if a.srv.GUID() != b.srv.GUID() {
-		t.Fatalf("GUIDs %d and %d, want the shared one", a.srv.GUID(), b.srv.GUID())
+	if a.guid != b.guid {
+		t.Fatalf("GUIDs %s and %s, want the shared one", a.guid, b.guid)
 	}
-	startNginx(t, bin, readmeNginx(t, front, []string{a.srv.Addrs()[0].String(), b.srv.Addrs()[0].String()}))
+	startNginx(t, nginx, readmeNginx(t, front, []string{a.game, b.game}))
+	t.Logf("build and start: %v", time.Since(start).Round(time.Millisecond))
 
 	// nginx is up once a ping through it is answered, with the public
 	// port.
@@ -327,158 +513,164 @@ func TestNginxLoadBalancer(t *testing.T) {
 		}
 	}
 
-	// Players join until both instances have some: the hash spreads them
-	// by address and port.
 	var players []player
-	where := map[string]*instance{}
-	for i := 0; i < 12; i++ {
-		name := fmt.Sprintf("Player%d", i)
-		conn, err := joinVia(t, front, name)
-		if err != nil {
-			t.Fatalf("%s: join through nginx: %v", name, err)
+	parent := t
+	ok := t.Run("join", func(t *testing.T) {
+		// Players join until both instances have some: the hash spreads
+		// them by address and port. Each is logged by its own address
+		// and port as it joins the lobby.
+		count := map[*instance]int{}
+		for i := 0; i < 12 && (i < 4 || count[a] == 0 || count[b] == 0); i++ {
+			p := join(t, parent, front, fmt.Sprintf("Player%d", i), instances) // played on
+			players = append(players, p)
+			count[p.on]++
 		}
-		t.Cleanup(func() { _ = conn.Close() })
-		players = append(players, player{name, conn})
-		local := conn.LocalAddr().String()
+		if count[a] == 0 || count[b] == 0 {
+			t.Fatalf("players: A %d, B %d; want both to have some", count[a], count[b])
+		}
 		for _, in := range instances {
-			if in.holds(local) {
-				if where[name] != nil {
-					t.Fatalf("%s (%s) is on both instances", name, local)
-				}
-				where[name] = in
+			if code, _ := in.get("/readyz"); code != http.StatusOK {
+				t.Errorf("%s: /readyz %d, want 200", in.name, code)
 			}
 		}
-		if where[name] == nil {
-			t.Fatalf("%s (%s): no instance has a session from its own address; A has %v, B has %v", name, local, remotes(a), remotes(b))
+
+		// A go-raknet client joins through nginx too, by its own address.
+		gr, err := goraknet.Dialer{}.DialTimeout(front, nginxWait)
+		if err != nil {
+			t.Fatalf("go-raknet through nginx: %v", err)
 		}
-		if a.srv.PlayerCount() > 0 && b.srv.PlayerCount() > 0 && i >= 3 {
-			break
-		}
-	}
-	if a.srv.PlayerCount() == 0 || b.srv.PlayerCount() == 0 {
-		t.Fatalf("players: A %d, B %d; want both to have some", a.srv.PlayerCount(), b.srv.PlayerCount())
-	}
-	// Each player is logged by its own address and port, as it joins
-	// the lobby's world (once it has, it hears what the lobby says).
-	for _, p := range players {
-		raddr := fmt.Sprintf(`"raddr":"%s"`, p.conn.LocalAddr())
-		waitUntil(t, p.name+"'s join in the log", func() bool {
-			for _, line := range strings.Split(where[p.name].log.String(), "\n") {
-				if strings.Contains(line, raddr) && strings.Contains(line, `"player":"`+p.name+`"`) && strings.Contains(line, "player joined the lobby") {
-					return true
+		t.Cleanup(func() { _ = gr.Close() })
+		local := gr.LocalAddr().String()
+		waitUntil(t, "the go-raknet client's session, opened from its own address", func() bool { return a.opened(local) || b.opened(local) })
+
+		// Nothing was refused: every datagram through nginx was known by
+		// its header or its flow, and no limit saw nginx's address.
+		for _, in := range instances {
+			for _, reason := range []string{"per_ip", "proxy_no_flow", "proxy_untrusted", "oversize"} {
+				if v := in.metric(fmt.Sprintf(`basalt_raknet_refused_total{listener="%s",reason="%s"}`, in.game, reason)); v != "0" {
+					t.Errorf("%s: refused %s %q, want 0", in.name, reason, v)
 				}
 			}
-			return false
-		})
-	}
-
-	// A go-raknet client joins through nginx too, by its own address.
-	gr, err := goraknet.Dialer{}.DialTimeout(front, nginxWait)
-	if err != nil {
-		t.Fatalf("go-raknet through nginx: %v", err)
-	}
-	t.Cleanup(func() { _ = gr.Close() })
-	waitUntil(t, "the go-raknet client's session", func() bool { return a.holds(gr.LocalAddr().String()) || b.holds(gr.LocalAddr().String()) })
-
-	// Nothing was refused: every datagram through nginx was known by its
-	// header or its flow, and no limit saw nginx's address.
-	for _, in := range instances {
-		for _, reason := range []string{"per_ip", "proxy_no_flow", "proxy_untrusted", "oversize"} {
-			if v := in.metric(t, fmt.Sprintf(`basalt_raknet_refused_total{listener="%s",reason="%s"}`, in.srv.Addrs()[0], reason)); v != "0" {
-				t.Errorf("%s: refused %s %q, want 0", in.name, reason, v)
-			}
 		}
+	})
+	if !ok {
+		return
 	}
 
-	// Stop the instance with more players gracefully: /readyz goes 503
-	// while it still serves, its players are told and then disconnected
-	// with its shutdown message.
+	// The instance with more players is stopped.
 	stopped, other := a, b
-	if b.srv.PlayerCount() > a.srv.PlayerCount() {
-		stopped, other = b, a
-	}
-	stoppedAddr := stopped.srv.Addrs()[0].String()
 	var theirs []player
 	for _, p := range players {
-		if where[p.name] == stopped {
+		if p.on == a {
 			theirs = append(theirs, p)
 		}
 	}
-	// Their clients read from now on, so nothing they are sent is lost
-	// when the disconnect closes them.
-	type ending struct {
-		name   string
-		notice bool
-		err    error
-	}
-	endings := make(chan ending, len(theirs))
-	for _, p := range theirs {
-		go func() {
-			e := ending{name: p.name}
-			e.err = readUntil(p.conn, func(pk packet.Packet) bool {
-				if txt, ok := pk.(*packet.Text); ok && txt.Message == server.DefaultRestartMessage {
-					e.notice = true
-				}
-				return false
-			})
-			endings <- e
-		}()
-	}
-	stopAt := time.Now()
-	stopped.stop()
-	waitUntil(t, "/readyz 503", func() bool { return stopped.readyz(t) == http.StatusServiceUnavailable })
-	if stopped.srv.Addrs() == nil || len(stopped.srv.Sessions()) == 0 {
-		t.Error("the listener closed or the players left before /readyz turned 503")
-	}
-	if other.readyz(t) != http.StatusOK {
-		t.Error("the other instance is not ready")
-	}
-	for range theirs {
-		e := <-endings
-		if !e.notice {
-			t.Errorf("%s: no restart notice before the disconnect", e.name)
-		}
-		var de minecraft.DisconnectError
-		if !errors.As(e.err, &de) || string(de) != "Instance "+stopped.name+" is stopping." {
-			t.Errorf("%s: got %v, want a disconnect with the shutdown message", e.name, e.err)
+	if 2*len(theirs) < len(players) {
+		stopped, other = b, a
+		theirs = theirs[:0]
+		for _, p := range players {
+			if p.on == b {
+				theirs = append(theirs, p)
+			}
 		}
 	}
-	select {
-	case err := <-stopped.ran:
-		stopped.ran <- err // for the cleanup
-	case <-time.After(nginxWait):
-		t.Fatal("the stopped instance's Run did not return")
+	ok = t.Run("SIGTERM", func(t *testing.T) {
+		// Their clients read from now on, so nothing they are sent is
+		// lost when the disconnect closes them.
+		type ending struct {
+			name   string
+			notice time.Duration // when the restart message came, 0 if not
+			err    error
+			at     time.Duration
+		}
+		endings := make(chan ending, len(theirs))
+		stopAt := time.Now()
+		for _, p := range theirs {
+			go func() {
+				e := ending{name: p.name}
+				e.err = readUntil(p.conn, func(pk packet.Packet) bool {
+					if txt, ok := pk.(*packet.Text); ok && txt.Message == server.DefaultRestartMessage && e.notice == 0 {
+						e.notice = time.Since(stopAt)
+					}
+					return false
+				})
+				e.at = time.Since(stopAt)
+				endings <- e
+			}()
+		}
+		if err := stopped.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// /readyz turns 503 while the instance still serves: nothing in
+		// its log says it has begun closing, and no player has left.
+		waitUntil(t, "/readyz 503", func() bool { code, _ := stopped.get("/readyz"); return code == http.StatusServiceUnavailable })
+		readyAt := time.Since(stopAt)
+		if i, _ := stopped.log.find("shutting down", nil); i >= 0 {
+			t.Error("/readyz turned 503 only after the instance began closing its listener")
+		}
+		if len(endings) > 0 {
+			t.Error("a player was disconnected before /readyz turned 503")
+		}
+		if code, _ := other.get("/readyz"); code != http.StatusOK {
+			t.Errorf("the other instance's /readyz %d, want 200", code)
+		}
+		// Its players are told the server is restarting, and then
+		// disconnected with its shutdown message.
+		var last time.Duration
+		for range theirs {
+			e := <-endings
+			if e.notice == 0 || e.notice >= nginxGrace {
+				t.Errorf("%s: restart message after %v, want it as the drain begins, before the disconnect", e.name, e.notice)
+			}
+			var de minecraft.DisconnectError
+			if !errors.As(e.err, &de) || string(de) != stoppingMessage(stopped.name) {
+				t.Errorf("%s: got %v, want a disconnect with %q", e.name, e.err, stoppingMessage(stopped.name))
+			}
+			if e.at < nginxGrace {
+				t.Errorf("%s: disconnected %v after SIGTERM, before the %v grace ended", e.name, e.at, nginxGrace)
+			}
+			last = max(last, e.at)
+		}
+		select {
+		case <-stopped.exited:
+		case <-time.After(nginxWait + server.DefaultShutdownTimeout):
+			t.Fatalf("%s still runs %v after SIGTERM", stopped.name, nginxWait+server.DefaultShutdownTimeout)
+		}
+		exitAt := time.Since(stopAt)
+		if stopped.err != nil {
+			t.Errorf("%s after SIGTERM: %v, want exit 0", stopped.name, stopped.err)
+		}
+		// Its log tells the same story, in order.
+		drain, _ := stopped.log.find("draining: not ready, refusing new logins, telling the players", nil)
+		down, _ := stopped.log.find("shutting down", nil)
+		closed, _ := stopped.log.find("server closed", nil)
+		if drain < 0 || down < drain || closed < down {
+			t.Errorf("log lines draining, shutting down, server closed at %d, %d, %d; want all, in that order", drain, down, closed)
+		}
+		t.Logf("SIGTERM to %s with %d players: /readyz 503 after %v, last player disconnected after %v, exit after %v (grace %v)",
+			stopped.name, len(theirs), readyAt.Round(time.Millisecond), last.Round(time.Millisecond), exitAt.Round(time.Millisecond), nginxGrace)
+	})
+	if !ok {
+		return
 	}
-	t.Logf("graceful stop: %v (grace 2s)", time.Since(stopAt).Round(time.Millisecond))
 
-	// New players land on the other instance: nginx takes the stopped
-	// one out when a datagram to it fails.
-	before := other.srv.PlayerCount()
-	for i := range 4 {
-		name := fmt.Sprintf("Late%d", i)
-		conn, err := joinVia(t, front, name)
+	t.Run("new players", func(t *testing.T) {
+		// New players land on the other instance: nginx takes the
+		// stopped one out when a datagram to it fails.
+		for i := range 4 {
+			if p := join(t, t, front, fmt.Sprintf("Late%d", i), instances); p.on != other {
+				t.Errorf("%s (%s) is on the stopped instance", p.name, p.conn.LocalAddr())
+			}
+		}
+		gr, err := goraknet.Dialer{}.DialTimeout(front, nginxWait)
 		if err != nil {
-			t.Fatalf("%s: join after the stop: %v", name, err)
+			t.Fatalf("go-raknet through nginx after the stop: %v", err)
 		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if !other.holds(conn.LocalAddr().String()) {
-			t.Errorf("%s (%s) is not on the instance still running", name, conn.LocalAddr())
-		}
-	}
-	if got := other.srv.PlayerCount(); got != before+4 {
-		t.Errorf("the running instance has %d players, want %d", got, before+4)
-	}
-	t.Logf("%d players through nginx (A %s, B %s, stopped %s); test took %v",
-		len(players)+4, a.srv.Addrs()[0], b.srv.Addrs()[0], stoppedAddr, time.Since(start).Round(time.Millisecond))
-}
-
-// remotes returns the remote addresses of the instance's sessions.
-func remotes(in *instance) []string {
-	var out []string
-	for _, s := range in.srv.Sessions() {
-		out = append(out, s.RemoteAddr().String())
-	}
-	return out
+		t.Cleanup(func() { _ = gr.Close() })
+		local := gr.LocalAddr().String()
+		waitUntil(t, "the go-raknet client's session on the running instance", func() bool { return other.opened(local) })
+	})
+	t.Logf("%d players through nginx; test took %v", len(players)+4, time.Since(start).Round(time.Millisecond))
 }
 
 // waitUntil polls cond until it holds, failing after nginxWait.

@@ -243,9 +243,8 @@ type Conn struct {
 
 	// out holds the datagrams built under mu; unlock writes them.
 	out *outbox
-	// receipts holds receipts learned under mu; unlock reports them to
-	// onReceipt.
-	receipts  []Receipt
+	// onReceipt learns the receipts the layer reported in a pass; unlock
+	// calls it.
 	onReceipt atomic.Pointer[func(Receipt)]
 	// tell is what unlock tells the owner: what happened under mu.
 	tell ownerEvents
@@ -316,7 +315,6 @@ func newConn(ep *endpoint, wap netip.AddrPort, mtu int, cfg connConfig, dial boo
 	c.layer = reliability.New(reliability.Config{
 		Budget:          budget,
 		MaxDatagram:     udpPayload(mtu, raddr),
-		Receipt:         c.receipt,
 		MaxSendBuffer:   cfg.sendBuffer,
 		MaxHeldMessages: cfg.readQueue,
 		MaxHeldBytes:    cfg.readQueueBytes,
@@ -334,17 +332,14 @@ func (c *Conn) start(now time.Time) {
 }
 
 // unlock releases c.mu, then writes the datagrams built while it was
-// held, reports receipts and tells the owner if the connection completed
-// its handshake or closed meanwhile, and releases a closed connection. No
-// syscall and no callback runs under c.mu.
+// held, reports the receipts the layer learned in the pass and tells the
+// owner if the connection completed its handshake or closed meanwhile,
+// and releases a closed connection. No syscall and no callback runs under
+// c.mu.
 func (c *Conn) unlock() {
 	out := c.out
 	c.out = nil
-	var receipts []Receipt
-	if len(c.receipts) > 0 {
-		receipts = c.receipts
-		c.receipts = nil
-	}
+	receipts := c.takeReceipts()
 	tell := c.tell
 	c.tell = 0
 	lingering := c.lingering
@@ -413,9 +408,18 @@ func (c *Conn) drop() {
 	c.ep.n.dropped.Add(1)
 }
 
-// receipt records a receipt from the layer; unlock reports it.
-func (c *Conn) receipt(id uint32, acked bool) {
-	if c.onReceipt.Load() != nil {
-		c.receipts = append(c.receipts, Receipt{ID: id, Acked: acked})
+// takeReceipts drains the receipts the layer learned in this pass (the
+// ACKs and NACKs handled, the timeouts run by flush): a copy for
+// onReceipt to learn once c.mu is released, or nil if there were none or
+// no one listens. c.mu is held.
+func (c *Conn) takeReceipts() []Receipt {
+	r := c.layer.Receipts()
+	if len(r) == 0 || c.onReceipt.Load() == nil {
+		return nil
 	}
+	receipts := make([]Receipt, len(r))
+	for i, x := range r {
+		receipts[i] = Receipt(x)
+	}
+	return receipts
 }

@@ -158,9 +158,10 @@ const (
 // says the restart message in the lobby's chat, after c.OnDrain if set.
 func (c Config) newLobby() (func(*session.Session) (session.Handler, error), func(string), func(string)) {
 	lby := lobby.New(lobby.Config{
-		Greeting:  c.Greeting,
-		WorldName: c.LevelName,
-		Log:       c.Log,
+		Greeting:    c.Greeting,
+		WorldName:   c.LevelName,
+		JoinTimeout: c.LobbyJoinTimeout,
+		Log:         c.Log,
 	})
 	next, nextDrain := c.OnShutdown, c.OnDrain
 	return lby.NewHandler, func(msg string) {
@@ -307,6 +308,10 @@ type Config struct {
 	// Greeting is the lobby's greeting with HandlerLobby; empty means
 	// lobby.DefaultGreeting.
 	Greeting string
+	// LobbyJoinTimeout bounds, with HandlerLobby, the time from a player's
+	// login to their spawn (lobby.Config.JoinTimeout): zero means
+	// lobby.DefaultJoinTimeout, negative no bound.
+	LobbyJoinTimeout time.Duration
 	// Encryption runs the Bedrock encryption handshake with every client
 	// after its Login (see session.Config.Encryption), with one P-384 key
 	// per Server. False (the zero value) leaves batches unencrypted;

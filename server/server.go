@@ -246,46 +246,57 @@ func (srv *Server) Listen() error {
 	}
 	c := srv.conf
 	lc := listenConfig(c)
-	for _, g := range []struct {
-		addr, wildcard string
-		l              **raknet.Listener
-	}{{c.AddressV4, "0.0.0.0", &srv.v4}, {c.AddressV6, "::", &srv.v6}} {
-		if g.addr == "" {
+	// NetherNet's signalling takes the game port's number on TCP; when
+	// the system picked the UDP port (port 0) and its TCP twin is taken,
+	// the game listeners are opened again on another.
+	for attempt := 0; ; attempt++ {
+		for _, g := range []struct {
+			addr, wildcard string
+			l              **raknet.Listener
+		}{{c.AddressV4, "0.0.0.0", &srv.v4}, {c.AddressV6, "::", &srv.v6}} {
+			if g.addr == "" {
+				continue
+			}
+			// An empty host means every address of this family only.
+			addr := withHost(g.addr, g.wildcard)
+			l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.v6), g.l == &srv.v6).Listen(addr)
+			if err != nil && srv.v4 != nil && noIPv6(err) {
+				// A host without IPv6 (some containers) still serves IPv4.
+				srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
+				continue
+			}
+			if err != nil {
+				for _, l := range srv.game() {
+					_ = l.Close()
+				}
+				srv.v4, srv.v6 = nil, nil
+				srv.metrics.stop()
+				srv.metrics = nil
+				key := "network.address_v4"
+				if g.l == &srv.v6 {
+					key = "network.address_v6"
+				}
+				return c.locate(&listenError{key: key, addr: addr, err: err})
+			}
+			*g.l = l
+		}
+		if !c.NetherNet {
+			break
+		}
+		err := srv.listenNetherNet()
+		if err == nil {
+			break
+		}
+		for _, l := range srv.game() {
+			_ = l.Close()
+		}
+		srv.v4, srv.v6 = nil, nil
+		if errors.Is(err, errTwinTaken) && attempt < 8 {
 			continue
 		}
-		// An empty host means every address of this family only.
-		addr := withHost(g.addr, g.wildcard)
-		l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.v6), g.l == &srv.v6).Listen(addr)
-		if err != nil && srv.v4 != nil && noIPv6(err) {
-			// A host without IPv6 (some containers) still serves IPv4.
-			srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
-			continue
-		}
-		if err != nil {
-			for _, l := range srv.game() {
-				_ = l.Close()
-			}
-			srv.v4, srv.v6 = nil, nil
-			srv.metrics.stop()
-			srv.metrics = nil
-			key := "network.address_v4"
-			if g.l == &srv.v6 {
-				key = "network.address_v6"
-			}
-			return c.locate(&listenError{key: key, addr: addr, err: err})
-		}
-		*g.l = l
-	}
-	if c.NetherNet {
-		if err := srv.listenNetherNet(); err != nil {
-			for _, l := range srv.game() {
-				_ = l.Close()
-			}
-			srv.v4, srv.v6 = nil, nil
-			srv.metrics.stop()
-			srv.metrics = nil
-			return fmt.Errorf("listen: %w", err)
-		}
+		srv.metrics.stop()
+		srv.metrics = nil
+		return fmt.Errorf("listen: %w", err)
 	}
 	if c.LANDiscovery {
 		srv.listenLAN(lc)

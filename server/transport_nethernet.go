@@ -1,9 +1,12 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/nethernet"
@@ -83,6 +86,9 @@ func (srv *Server) listenNetherNet() error {
 	}
 	l, err := nc.Listen()
 	if err != nil {
+		if c.NetherNetAddress == "" && portOf(srv.gameAddress()) == 0 && errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: %w", errTwinTaken, err)
+		}
 		key := "network.address_v4"
 		if srv.v4 == nil {
 			key = "network.address_v6"
@@ -91,6 +97,19 @@ func (srv *Server) listenNetherNet() error {
 	}
 	srv.nn = l
 	return nil
+}
+
+// errTwinTaken reports that the TCP port of the game port's number, which
+// the system picked, is taken.
+var errTwinTaken = errors.New("the game port's TCP twin is taken")
+
+// gameAddress returns the configured address of the game listener
+// NetherNet follows: IPv4's, or IPv6's without it.
+func (srv *Server) gameAddress() string {
+	if srv.conf.AddressV4 != "" {
+		return srv.conf.AddressV4
+	}
+	return srv.conf.AddressV6
 }
 
 // withICE returns lc handing the STUN and DTLS datagrams it reads to

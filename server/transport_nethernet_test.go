@@ -15,7 +15,7 @@ import (
 // With NetherNet on, the signalling answers on TCP at the game port, the
 // NetherNet metrics are reported, and a refused offer is counted.
 func TestNetherNetListenerAndMetrics(t *testing.T) {
-	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", NetherNet: true})
+	srv := startServer(t, Config{AddressV4: bothFree(t), MetricsAddress: "127.0.0.1:0", NetherNet: true})
 	addr := srv.NetherNetAddr()
 	if addr == nil {
 		t.Fatal("no NetherNet listener")
@@ -61,7 +61,7 @@ func TestNetherNetOff(t *testing.T) {
 // RakNet GUID with the live player count.
 func TestNetherNetLANDiscovery(t *testing.T) {
 	srv := startServer(t, Config{
-		NetherNet: true, LANDiscovery: true,
+		AddressV4: bothFree(t), NetherNet: true, LANDiscovery: true,
 		LANAddressV4: "127.0.0.1:0", NetherNetLANAddress: "0.0.0.0:0",
 		Name: "LAN test",
 	})
@@ -97,8 +97,31 @@ func TestNetherNetLANDiscovery(t *testing.T) {
 	_ = c.Close()
 
 	// network.lan_discovery = false: no NetherNet LAN discovery either.
-	off := startServer(t, Config{NetherNet: true, NetherNetLANAddress: "0.0.0.0:0"})
+	off := startServer(t, Config{AddressV4: bothFree(t), NetherNet: true, NetherNetLANAddress: "0.0.0.0:0"})
 	if a := off.NetherNetLANAddr(); a != nil {
 		t.Errorf("LAN discovery on %v with LANDiscovery off", a)
 	}
+}
+
+// bothFree returns a loopback address whose port is free on TCP and UDP
+// alike, for a server with NetherNet, whose signalling takes the game
+// port's number on TCP: with port 0 the system picks a UDP port whose
+// TCP twin may be taken.
+func bothFree(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := tl.Addr().String()
+		ul, err := net.ListenPacket("udp", addr)
+		_ = tl.Close()
+		if err == nil {
+			_ = ul.Close()
+			return addr
+		}
+	}
+	t.Fatal("no port free on both TCP and UDP")
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -277,9 +278,10 @@ func TestProtocolMismatch(t *testing.T) {
 		want     string
 	}{
 		{"older client", nil, "00 00 08 79", "fe 05 02 00 00 00 01"},
-		// Each side of the known range, 2193 to 2225.
-		{"just older than known", nil, "00 00 08 90", "fe 05 02 00 00 00 01"},
-		{"just newer than known", nil, "00 00 08 b2", "fe 05 02 00 00 00 02"},
+		// Each side of the known range (2193 to 2225 today: 2192 and 2226),
+		// so that adding a protocol moves the edges with it.
+		{"just older than known", nil, beHex(KnownProtocols()[0] - 1), "fe 05 02 00 00 00 01"},
+		{"just newer than known", nil, beHex(KnownProtocols()[len(KnownProtocols())-1] + 1), "fe 05 02 00 00 00 02"},
 		{"newer than accepted", []int32{2193}, "00 00 08 b1", "fe 05 02 00 00 00 02"},
 		{"between accepted", []int32{2169, 2193}, "00 00 08 80", "fe 05 02 00 00 00 01"},
 		{"older than all accepted", []int32{2169, 2193}, "00 00 03 e8", "fe 05 02 00 00 00 01"},
@@ -297,6 +299,11 @@ func TestProtocolMismatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// beHex is p as the big-endian hex RequestNetworkSettings carries.
+func beHex(p int32) string {
+	return fmt.Sprintf("%02x %02x %02x %02x", byte(p>>24), byte(p>>16), byte(p>>8), byte(p))
 }
 
 // TestProtocolCheckedAtLogin checks the Login's own protocol: one not

@@ -72,7 +72,7 @@ func TestSpooferCountsEveryReply(t *testing.T) {
 			ref := newReflector(t, tc.reply, tc.delay)
 			s := Spoofer{
 				Target: ref.addr(), Sources: Sources(tc.sources, tc.prefixes), Shape: Ping(),
-				Rate: 5000, Count: tc.count, Duration: 5 * time.Second, Grace: 200 * time.Millisecond, Linger: time.Second,
+				Rate: 5000, Count: tc.count, Duration: 5 * time.Second, Grace: 350 * time.Millisecond, Linger: time.Second,
 			}
 			r, err := s.Run(context.Background())
 			if err != nil {

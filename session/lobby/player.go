@@ -92,7 +92,7 @@ func (p *player) start() error {
 		p.joinTimer = time.AfterFunc(d, func() {
 			ph := j.Phase()
 			p.leaving("timed out while joining")
-			p.s.Log().Info().Str("player", p.name).Stringer("phase", ph).Stringer("timeout", d).
+			p.s.Log().Info().Stringer("phase", ph).Stringer("timeout", d).
 				Msg("player timed out while joining the lobby")
 			_ = p.s.DisconnectWith(session.DisconnectReasonTimeout, joinTimeoutMessage)
 		})
@@ -141,7 +141,7 @@ func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
 func (p *player) enter() error {
 	p.stopTimer()
 	others := p.lobby.spawned(p)
-	p.s.Log().Info().Str("player", p.name).Int32("protocol", p.s.Protocol()).Int("others", len(others)).
+	p.s.Log().Info().Int32("protocol", p.s.Protocol()).Int("others", len(others)).
 		Msg("player joined the lobby")
 	p.lobby.broadcast(others, systemText("§e"+p.name+" joined the lobby"))
 	greeting := strings.ReplaceAll(p.lobby.greeting, session.PlayerPlaceholder, p.name)
@@ -237,7 +237,7 @@ func (p *player) HandleClose(_ *session.Session, err error) {
 		} else if err != nil {
 			why = err.Error()
 		}
-		e.Str("player", p.name).Str("why", why)
+		e.Str("why", why)
 		if spawned {
 			e.Msg("player left the lobby")
 		} else {

@@ -97,6 +97,22 @@ func goldenPackets() []struct {
 			EntityMetadata:  map[uint32]any{},
 		}},
 		{"animate", &packet.Animate{ActionType: packet.AnimateActionSwingArm, EntityRuntimeID: 9}},
+		// 2225 renumbered two stack request actions; the others, here a
+		// drop, are written the same.
+		{"item_stack_request", &packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{
+			RequestID: -3,
+			Actions: []protocol.StackRequestAction{&protocol.DropStackRequestAction{
+				Count:  1,
+				Source: protocol.StackRequestSlotInfo{Container: protocol.FullContainerName{ContainerID: 12}, Slot: 2, StackNetworkID: 5},
+			}},
+			FilterStrings: []string{},
+		}}}},
+		{"player_auth_input", &packet.PlayerAuthInput{
+			Position:  mgl32.Vec3{0.5, 65.62, 0.5},
+			InputMode: packet.InputModeMouse,
+			PlayMode:  packet.PlayModeNormal,
+			Tick:      42,
+		}},
 		// Unchanged.
 		{"text", &packet.Text{TextType: packet.TextTypeRaw, Message: "hello"}},
 		{"disconnect", &packet.Disconnect{Reason: 150, Message: "bye"}},

@@ -19,9 +19,6 @@ type Config struct {
 	// MaxDatagram is the largest UDP payload to send: the negotiated MTU
 	// minus the IP and UDP headers. Required.
 	MaxDatagram int
-	// Receipt, if set, learns the fate of messages sent with an
-	// ...WithAckReceipt reliability: acked, or lost for the unreliable one.
-	Receipt func(id uint32, acked bool)
 
 	MaxMessageSize      int
 	MaxSendBuffer       int

@@ -100,6 +100,25 @@ func (l *Layer) Next() (msg []byte, owned, ok bool) {
 	return d.msg, d.owned, ok
 }
 
+// Receipt is the fate of a message sent with a ...WithAckReceipt
+// reliability: ID is the id Send returned, Acked whether the peer
+// acknowledged it (false: an unreliable one was lost).
+type Receipt struct {
+	ID    uint32
+	Acked bool
+}
+
+// Receipts returns the receipts learned since the last call, in the order
+// learned, and forgets them. HandleDatagram (an ACK or NACK) and
+// AppendDatagram (a retransmission timeout) learn them; take them after
+// those, every time, since those not taken pile up. The slice is valid
+// until the next call into the layer.
+func (l *Layer) Receipts() []Receipt {
+	r := l.q.receipts
+	l.q.receipts = r[:0]
+	return r
+}
+
 // Consumed tells the layer the application took one held message of size
 // bytes. It may deliver messages that were waiting for room (see Next)
 // and makes refused datagrams due to be pulled (NACKed) again: call
@@ -144,8 +163,8 @@ func (l *Layer) AckNow() { l.recv.ackNow() }
 func (l *Layer) MaxUnsplit(r wire.Reliability) int { return l.q.maxUnsplit(r) }
 
 // Send queues message p (copied) with reliability r on an ordering channel.
-// For the WithAckReceipt reliabilities it returns the receipt id later
-// passed to Config.Receipt. A message larger than one frame is split; an
+// For the WithAckReceipt reliabilities it returns the receipt id that
+// Receipts later reports with the message's fate. A message larger than one frame is split; an
 // unreliable one that must be split is sent reliably, as RakNet does.
 func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8) (uint32, error) {
 	return l.q.push(p, r, channel)

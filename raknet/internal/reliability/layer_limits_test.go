@@ -390,8 +390,8 @@ func TestHostileAck(t *testing.T) {
 			if after.InFlight != before.InFlight || after.Buffered != before.Buffered || after.Window != before.Window || after.DatagramsLost != 0 || after.SRTT != 0 {
 				t.Errorf("state changed: got %+v, want as before %+v", after, before)
 			}
-			if len(a.receipts) != 0 {
-				t.Errorf("receipts: got %v, want none", a.receipts)
+			if r := a.receipts(); len(r) != 0 {
+				t.Errorf("receipts: got %v, want none", r)
 			}
 			if got := a.NextDeadline(t0.Add(ms(10))); !got.Equal(deadline) {
 				t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), deadline.Sub(t0))

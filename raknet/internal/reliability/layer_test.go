@@ -14,8 +14,8 @@ const testMaxDatagram = 1400 - 28
 // testPeer is a Layer with its deliveries and receipts recorded.
 type testPeer struct {
 	*Layer
-	got      [][]byte
-	receipts []receiptEvent
+	got   [][]byte
+	taken []Receipt // receipts taken from the layer so far
 }
 
 func newTestPeer(t testing.TB, cfg Config) *testPeer {
@@ -24,12 +24,17 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	cfg.Receipt = func(id uint32, acked bool) { p.receipts = append(p.receipts, receiptEvent{id, acked}) }
 	p.Layer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
 		p.got = append(p.got, append([]byte(nil), m...))
 		return false
 	})
 	return p
+}
+
+// receipts returns every receipt the layer reported so far.
+func (p *testPeer) receipts() []Receipt {
+	p.taken = append(p.taken, p.Receipts()...)
+	return p.taken
 }
 
 // idle reports whether nothing is queued, in flight or awaiting an ACK

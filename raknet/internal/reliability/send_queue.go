@@ -49,7 +49,6 @@ type sendQueue struct {
 	maxMessage  int
 	maxBuffer   int
 	start       uint64 // first index of every counter
-	receipt     func(id uint32, acked bool)
 
 	pending   fifo
 	resend    resendQueue
@@ -58,6 +57,7 @@ type sendQueue struct {
 	idx       []sendIndexes // per ordering channel, created on first use
 	splitID   uint16
 	receiptID uint32
+	receipts  []Receipt // fates learned, not yet taken (Layer.Receipts)
 	messages  uint64    // messages accepted
 	idleSince time.Time // when everything sent was last acknowledged
 
@@ -73,7 +73,6 @@ func newSendQueue(cfg *Config, start uint64) sendQueue {
 		maxMessage:  cfg.MaxMessageSize,
 		maxBuffer:   cfg.MaxSendBuffer,
 		start:       start,
-		receipt:     cfg.Receipt,
 		relNext:     start,
 		relAcked:    newSeqWindow(start, sendReliableWindow*2),
 	}
@@ -254,8 +253,8 @@ func (q *sendQueue) acked(f *outFrame) {
 			if m.split {
 				q.splitsActive--
 			}
-			if m.id != 0 && q.receipt != nil {
-				q.receipt(m.id, true)
+			if m.id != 0 {
+				q.receipts = append(q.receipts, Receipt{ID: m.id, Acked: true})
 			}
 		}
 	}
@@ -272,8 +271,8 @@ func (q *sendQueue) lost(ref frameRef) {
 		q.resend.push(ref)
 		return
 	}
-	if f.msg != nil && f.msg.id != 0 && q.receipt != nil {
-		q.receipt(f.msg.id, false)
+	if f.msg != nil && f.msg.id != 0 {
+		q.receipts = append(q.receipts, Receipt{ID: f.msg.id})
 	}
 	q.release(f)
 }

@@ -261,6 +261,35 @@ func TestRTOAfterSample(t *testing.T) {
 	}
 }
 
+// Receipts reports each fate once, in the order learned: what one call
+// returned the next does not return again, and an unreliable message lost
+// by its timeout is reported by the AppendDatagram that ran the timeout.
+func TestReceiptsTaken(t *testing.T) {
+	a := newTestPeer(t, Config{})
+	id1 := mustSend(t, a.Layer, t0, msg(1, 100), wire.ReliableWithAckReceipt, 0)
+	if d := drain(a.Layer, t0); len(d) != 1 {
+		t.Fatalf("sent %d datagrams, want 1", len(d))
+	}
+	id2 := mustSend(t, a.Layer, t0, msg(2, 100), wire.UnreliableWithAckReceipt, 0)
+	if d := drain(a.Layer, t0); len(d) != 1 {
+		t.Fatalf("sent %d datagrams, want 1", len(d))
+	}
+	if r := a.Receipts(); len(r) != 0 {
+		t.Fatalf("receipts before any ACK: got %v, want none", r)
+	}
+	mustHandle(t, a.Layer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	if r := a.Receipts(); !slices.Equal(r, []Receipt{{ID: id1, Acked: true}}) {
+		t.Fatalf("receipts after the ACK: got %v, want [{%d true}]", r, id1)
+	}
+	if r := a.Receipts(); len(r) != 0 {
+		t.Fatalf("receipts taken again: got %v, want none", r)
+	}
+	drain(a.Layer, t0.Add(MaxRTO))
+	if r := a.Receipts(); !slices.Equal(r, []Receipt{{ID: id2}}) {
+		t.Fatalf("receipts after the timeout: got %v, want [{%d false}]", r, id2)
+	}
+}
+
 func TestReceipts(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -315,18 +344,18 @@ func TestReceipts(t *testing.T) {
 				t.Fatalf("resent %d datagrams, want resend %v", len(resent), tc.resend)
 			}
 			if tc.resend {
-				if len(a.receipts) != 0 {
-					t.Fatalf("receipts before the resend is acked: got %v, want none", a.receipts)
+				if r := a.receipts(); len(r) != 0 {
+					t.Fatalf("receipts before the resend is acked: got %v, want none", r)
 				}
 				first := wire.Uint24(len(ds))
 				mustHandle(t, a.Layer, now.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: first, End: first + wire.Uint24(len(resent)-1)}))
 			}
 			var got []bool
-			for _, r := range a.receipts {
-				if r.id != id {
-					t.Errorf("receipt id: got %v, want %v", r.id, id)
+			for _, r := range a.receipts() {
+				if r.ID != id {
+					t.Errorf("receipt id: got %v, want %v", r.ID, id)
 				}
-				got = append(got, r.acked)
+				got = append(got, r.Acked)
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("receipts: got %v, want %v", got, tc.want)
@@ -345,8 +374,6 @@ func TestReceipts(t *testing.T) {
 func TestSentHandler(t *testing.T) {
 	cfg := Config{MaxDatagram: testMaxDatagram}
 	cfg.fill()
-	var receipts []receiptEvent
-	cfg.Receipt = func(id uint32, acked bool) { receipts = append(receipts, receiptEvent{id, acked}) }
 	q := newSendQueue(&cfg, absBase)
 	h := sentHandler{hist: newSentHistory(absBase), cc: newCongestion(cfg.MaxDatagram, MaxInFlight)}
 	p := packer{maxDatagram: cfg.MaxDatagram}
@@ -377,8 +404,8 @@ func TestSentHandler(t *testing.T) {
 		t.Errorf("after the ACK: got oldest %d, %d frames freed, want 2, 2", h.hist.oldest-absBase, len(q.free))
 	}
 	ack(true, t0.Add(60*time.Millisecond), 2, 2)
-	if q.resend.len() != 0 || !slices.Equal(receipts, []receiptEvent{{id, false}}) || h.lost != 1 {
-		t.Errorf("after the NACK of the unreliable one: got %d to resend, receipts %v, %d lost, want 0, [{%d false}], 1", q.resend.len(), receipts, h.lost, id)
+	if q.resend.len() != 0 || !slices.Equal(q.receipts, []Receipt{{ID: id}}) || h.lost != 1 {
+		t.Errorf("after the NACK of the unreliable one: got %d to resend, receipts %v, %d lost, want 0, [{%d false}], 1", q.resend.len(), q.receipts, h.lost, id)
 	}
 	if d := h.rtoDeadline(); !d.Equal(t0.Add(h.rtt.rto())) {
 		t.Errorf("RTO deadline: got %v, want %v", d.Sub(t0), h.rtt.rto())

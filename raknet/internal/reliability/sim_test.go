@@ -99,14 +99,8 @@ type simLink struct {
 	// refusals, if set, lets HandleDatagram refuse datagrams (a receive
 	// limit tested on purpose); errs still counts them.
 	refusals bool
-	// receipts collects Config.Receipt calls per side.
-	receipts [2][]receiptEvent
-}
-
-// receiptEvent is one Config.Receipt call.
-type receiptEvent struct {
-	id    uint32
-	acked bool
+	// receipts collects the receipts each side's layer reported.
+	receipts [2][]Receipt
 }
 
 func seedFromEnv(t testing.TB) uint64 {
@@ -135,11 +129,6 @@ func newSimLink(t testing.TB, seed uint64, p linkParams, cfg Config) *simLink {
 			}
 			s.recv[i] = append(s.recv[i], append([]byte(nil), msg...))
 			return false
-		}
-		if c.Receipt == nil {
-			c.Receipt = func(id uint32, acked bool) {
-				s.receipts[i] = append(s.receipts[i], receiptEvent{id, acked})
-			}
 		}
 		s.layers[i] = withSink(New(c, s.now), sink)
 	}
@@ -178,6 +167,8 @@ func (s *simLink) flush() {
 				s.wire.push(inflight{at: s.now.Add(delay), seq: s.seq, to: 1 - i, b: append(b[:0], d...)})
 			}
 		}
+		// A retransmission timeout reports an unreliable message lost.
+		s.receipts[i] = append(s.receipts[i], l.Receipts()...)
 	}
 }
 
@@ -207,6 +198,7 @@ func (s *simLink) step() bool {
 				s.t.Errorf("layer %d: %v", d.to, err)
 			}
 		}
+		s.receipts[d.to] = append(s.receipts[d.to], s.layers[d.to].Receipts()...)
 		// The layer keeps no reference to a handled datagram.
 		s.free = append(s.free, d.b)
 	}
@@ -463,7 +455,7 @@ func mustArrive(r wire.Reliability) bool { return r.Reliable() && !r.Sequenced()
 // exactly once (the delivery callback already refused a second delivery),
 // unreliable ones delivered when nothing was lost, one receipt per
 // receipted message.
-func checkMixSide(t *testing.T, dir int, m *mixSide, receipts []receiptEvent, lossless bool) {
+func checkMixSide(t *testing.T, dir int, m *mixSide, receipts []Receipt, lossless bool) {
 	t.Helper()
 	for id, k := range m.kind {
 		switch {
@@ -475,14 +467,14 @@ func checkMixSide(t *testing.T, dir int, m *mixSide, receipts []receiptEvent, lo
 	}
 	seen := map[uint32]int{}
 	for _, r := range receipts {
-		k, ok := m.receipt[r.id]
+		k, ok := m.receipt[r.ID]
 		if !ok {
-			t.Errorf("side %d: receipt for unknown id %d", dir, r.id)
+			t.Errorf("side %d: receipt for unknown id %d", dir, r.ID)
 			continue
 		}
-		seen[r.id]++
-		if k.r.Reliable() && !r.acked {
-			t.Errorf("side %d: %v receipt %d: got acked=%v, want true", dir, k.r, r.id, r.acked)
+		seen[r.ID]++
+		if k.r.Reliable() && !r.Acked {
+			t.Errorf("side %d: %v receipt %d: got acked=%v, want true", dir, k.r, r.ID, r.Acked)
 		}
 	}
 	for id, k := range m.receipt {
