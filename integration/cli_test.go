@@ -147,3 +147,52 @@ func TestCommandSIGTERM(t *testing.T) {
 		t.Errorf("GUID file: %v, want config.guid beside config.toml", err)
 	}
 }
+
+// TestCommandConsoleThroughPipe checks the basalt command's console on a
+// pipe: list answers, an unknown command gets a hint, and stop shuts the
+// server down cleanly, as Ctrl-C does; the allowlist and ban files are
+// created beside the config.
+func TestCommandConsoleThroughPipe(t *testing.T) {
+	bin := buildBasalt(t)
+	dir := t.TempDir()
+	conf := "[network]\naddress_v4 = \"127.0.0.1:0\"\naddress_v6 = \"\"\nlan_discovery = false\nquery = false\n[server]\nonline_mode = false\n[log]\nformat = \"json\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = in.Write([]byte("list\nfrobnicate\nstop\n"))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the program exited with %v:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the program did not stop:\n%s", stderr.String())
+	}
+	_ = in.Close()
+	out := stderr.String()
+	for _, want := range []string{"0 of 20 players online", `unknown command \"frobnicate\"`, "stopping the server", "server closed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"allowlist.json", "bans.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s not created beside the config: %v", f, err)
+		}
+	}
+}
