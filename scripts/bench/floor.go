@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +85,11 @@ func cmdFloor(args []string) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var sent, got atomic.Int64
+	// Round trips of the ticks echoed while measuring: each tick carries
+	// its send time in its first 8 bytes.
+	var measuring atomic.Bool
+	var rttMu sync.Mutex
+	var rtts []time.Duration
 	socks := make([]*net.UDPConn, 0, *clients)
 	defer func() {
 		close(stop)
@@ -102,10 +109,17 @@ func cmdFloor(args []string) error {
 		wg.Go(func() {
 			buf := make([]byte, 2048)
 			for {
-				if _, err := s.Read(buf); err != nil {
+				n, err := s.Read(buf)
+				if err != nil {
 					return
 				}
 				got.Add(1)
+				if n == tickSize && measuring.Load() {
+					rtt := time.Duration(time.Now().UnixNano() - int64(binary.LittleEndian.Uint64(buf)))
+					rttMu.Lock()
+					rtts = append(rtts, rtt)
+					rttMu.Unlock()
+				}
 			}
 		})
 	}
@@ -115,16 +129,23 @@ func cmdFloor(args []string) error {
 		return err
 	}
 	s0, g0, t0 := sent.Load(), got.Load(), time.Now()
+	measuring.Store(true)
 	time.Sleep(*dur)
+	measuring.Store(false)
 	cpu1, err := procCPU(cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
+	rttMu.Lock()
+	slices.Sort(rtts)
+	p50, p99 := percentile(rtts, 50), percentile(rtts, 99)
+	nRTT := len(rtts)
+	rttMu.Unlock()
 	wall := time.Since(t0)
 	per := float64(*clients) * wall.Seconds()
-	fmt.Printf("floor: %d clients, acks %v, %d extra/s: server CPU %.1f us/s per client (%.1f%% of a core); datagrams per client per second: %.1f in, %.1f out\n",
+	fmt.Printf("floor: %d clients, acks %v, %d extra/s: server CPU %.1f us/s per client (%.1f%% of a core); datagrams per client per second: %.1f in, %.1f out; tick round trips n=%d p50=%v p99=%v\n",
 		*clients, *acks, *extra, us(cpu1-cpu0)/per, 100*(cpu1-cpu0).Seconds()/wall.Seconds(),
-		float64(sent.Load()-s0)/per, float64(got.Load()-g0)/per)
+		float64(sent.Load()-s0)/per, float64(got.Load()-g0)/per, nRTT, p50, p99)
 	return nil
 }
 
@@ -152,6 +173,7 @@ func floorClient(s *net.UDPConn, offset time.Duration, extra int, stop <-chan st
 		case <-stop:
 			return
 		case <-tk.C:
+			binary.LittleEndian.PutUint64(tick, uint64(time.Now().UnixNano()))
 		case <-ec:
 			b = small
 		}
