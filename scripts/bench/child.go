@@ -149,6 +149,14 @@ func (c *child) datagrams() (in, out int64, err error) {
 	return m["in"], m["out"], err
 }
 
+// resetResid starts a new window of the child's residence and
+// scheduling-latency histograms.
+func (c *child) resetResid() error { return c.command("resid reset", "residreset ") }
+
+// resid returns the child's residence and scheduling-latency figures
+// since resetResid, in microseconds (see server.residLine).
+func (c *child) resid() (map[string]int64, error) { return c.query("resid", "resid ") }
+
 // startProfile has the child write a CPU profile to path until
 // stopProfile.
 func (c *child) startProfile(path string) error { return c.command("profile "+path, "profile ") }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -72,6 +73,12 @@ type server struct {
 
 	profMu sync.Mutex
 	prof   *os.File // the CPU profile being written, if any
+
+	// resid is how long echoes were held, ReadPacket to Write returning;
+	// sched0 is the scheduling-latency histogram at the last reset.
+	resid   residence
+	schedMu sync.Mutex
+	sched0  *metrics.Float64Histogram
 }
 
 // serve starts a server of implementation im in mode m on addr.
@@ -136,9 +143,11 @@ func (s *server) handle(c packetConn) {
 		}
 		switch {
 		case s.mode == modeEcho:
+			t0 := time.Now()
 			if _, err := c.Write(p); err != nil {
 				return
 			}
+			s.resid.add(time.Since(t0))
 		case isSYN(p):
 			ack = appendACK(ack[:0], packets, n)
 			if _, err := c.Write(ack); err != nil {
@@ -374,6 +383,11 @@ func readControl(r io.Reader, s *server, say func(string)) error {
 			say(s.reasonsLine())
 		case "dgrams":
 			say(s.datagramsLine())
+		case "resid":
+			say(s.residLine())
+		case "resid reset":
+			s.residReset()
+			say(resultLine("residreset", nil))
 		case "profile stop":
 			say(resultLine("profile", s.stopProfile()))
 		default:

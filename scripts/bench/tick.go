@@ -201,6 +201,13 @@ type tickResult struct {
 	unanswered, bad          int
 	drops                    int64 // the server socket's kernel drops
 	udp                      udpCounters
+	// resid is the server's figures for the window: residence of an echo
+	// (ReadPacket returned to Write returned) and its process's
+	// scheduling latencies, in µs; nil if it could not say.
+	resid map[string]int64
+	// clientSched is this (client) process's scheduling latencies in the
+	// window: p50, p99, p99.9.
+	clientSched []time.Duration
 }
 
 // perClient returns x per client per second of the window.
@@ -232,13 +239,22 @@ func (t tickResult) held(p99 time.Duration) (ok bool, why string) {
 
 func (t tickResult) String() string {
 	cpu := t.cpu.Seconds() / max(t.wall.Seconds(), 1e-9)
+	split := ""
+	if t.resid != nil {
+		split = fmt.Sprintf("; server echo Write p50=%dus p99=%dus p99.9=%dus (n=%d), server goroutine wake-up p50=%dus p99=%dus p99.9=%dus",
+			t.resid["p50"], t.resid["p99"], t.resid["p999"], t.resid["n"],
+			t.resid["sched_p50"], t.resid["sched_p99"], t.resid["sched_p999"])
+	}
+	if len(t.clientSched) == 3 {
+		split += fmt.Sprintf("; client goroutine wake-up p50=%v p99=%v p99.9=%v", t.clientSched[0], t.clientSched[1], t.clientSched[2])
+	}
 	return fmt.Sprintf("%d clients x %d B every %v for %v: server CPU %v (%.1f%% of a core), client CPU %.0f%% of a core; "+
 		"%.1f ticks/s per client sent; server datagrams in %d out %d (%.1f + %.1f /s per client); round trips %v, %d unanswered, %d bad; "+
-		"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d MemErrors %d",
+		"kernel drops: server socket %d, all UDP RcvbufErrors %d InErrors %d MemErrors %d%s",
 		t.live, tickSize, tickInterval, t.wall.Round(time.Millisecond), t.cpu, 100*cpu,
 		100*t.client.Seconds()/max(t.wall.Seconds(), 1e-9),
 		t.perClient(float64(t.sent)), t.in, t.out, t.perClient(float64(t.in)), t.perClient(float64(t.out)), t.lat, t.unanswered, t.bad,
-		t.drops, t.udp.RcvbufErrors, t.udp.InErrors, t.udp.MemErrors)
+		t.drops, t.udp.RcvbufErrors, t.udp.InErrors, t.udp.MemErrors, split)
 }
 
 // tickTiming is how long one game-tick run settles, measures and waits for
@@ -338,9 +354,19 @@ func runTick(cfg *runConfig, im impl, n int, tt tickTiming, prof string, r *reco
 	if prof != "" && cfg.profileDir != "" {
 		stopProf = startProfile(cfg, c, prof, im, r)
 	}
+	residErr := c.resetResid()
+	clientSched0 := schedHist()
 	s0 := takeTickSnapshot(c, ap.Port())
 	time.Sleep(tt.dur)
 	s1 := takeTickSnapshot(c, ap.Port())
+	_, res.clientSched = schedDelta(clientSched0, schedHist(), 50, 99, 99.9)
+	if residErr == nil {
+		res.resid, residErr = c.resid()
+	}
+	if residErr != nil {
+		r.logf("server residence: %v", residErr)
+		res.resid = nil
+	}
 	if stopProf != nil {
 		stopProf()
 	}
@@ -409,6 +435,13 @@ func phaseTick(n int) func(*runConfig, impl, *record) error {
 		if t.lat.N > 0 {
 			r.set(key+".p50", num(ms(t.lat.P50)))
 			r.set(key+".p99", num(ms(t.lat.P99)))
+		}
+		if t.resid != nil {
+			r.set(key+".wp99", num(float64(t.resid["p99"])/1000))
+			r.set(key+".swp99", num(float64(t.resid["sched_p99"])/1000))
+		}
+		if len(t.clientSched) == 3 {
+			r.set(key+".cwp99", num(ms(t.clientSched[1])))
 		}
 		r.set(key+".sent", num(t.perClient(float64(t.sent))))
 		r.set(key+".late", num(float64(t.unanswered)))
