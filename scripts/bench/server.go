@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -320,6 +321,9 @@ func cmdServer(args []string) error {
 	m, err := parseMode(*modeFlag)
 	if err != nil {
 		return err
+	}
+	if v := envInt("BENCH_SERVER_GOGC", 0); v != 0 {
+		debug.SetGCPercent(v)
 	}
 	s, err := serve(im, m, *addr)
 	if err != nil {
