@@ -68,22 +68,7 @@ func findNginx(t *testing.T) string {
 // configuration, addresses replaced.
 func readmeNginx(t *testing.T, front string, upstreams []string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(readme)
-	i := strings.Index(s, "## Several instances behind a load balancer")
-	if i < 0 {
-		t.Fatal("README.md has no section \"Several instances behind a load balancer\"")
-	}
-	s = s[i:]
-	j := strings.Index(s, "```nginx\n")
-	if j < 0 {
-		t.Fatal("README.md's load balancer section has no nginx block")
-	}
-	s = s[j+len("```nginx\n"):]
-	s = s[:strings.Index(s, "```")]
+	s := readmeRecipeBlock(t, "nginx")
 	for _, r := range []struct{ old, new string }{
 		{"listen 19132 udp reuseport;", "listen " + front + " udp reuseport;"},
 		{"server 10.0.0.11:19132;", "server " + upstreams[0] + ";"},
@@ -187,22 +172,7 @@ func buildBasaltFor(t *testing.T, dir string) string {
 // (a session's address is logged when it opens).
 func readmeInstanceConfig(t *testing.T, name, front, shared string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(readme)
-	i := strings.Index(s, "## Several instances behind a load balancer")
-	if i < 0 {
-		t.Fatal("README.md has no section \"Several instances behind a load balancer\"")
-	}
-	s = s[i:]
-	j := strings.Index(s, "```toml\n")
-	if j < 0 {
-		t.Fatal("README.md's load balancer section has no toml block")
-	}
-	s = s[j+len("```toml\n"):]
-	s = s[:strings.Index(s, "```")]
+	s := readmeRecipeBlock(t, "toml")
 	for _, r := range []struct{ old, new string }{
 		{`address_v4 = "0.0.0.0:19132"`, `address_v4 = "127.0.0.1:0"`},
 		{`trusted_proxies = ["10.0.0.10"]`, `trusted_proxies = ["127.0.0.1"]`},
@@ -683,4 +653,31 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// readmeRecipeBlock returns the first fenced block of language lang in
+// README.md's section "Several instances behind a load balancer".
+func readmeRecipeBlock(t *testing.T, lang string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i := strings.Index(s, "## Several instances behind a load balancer")
+	if i < 0 {
+		t.Fatal("README.md has no section \"Several instances behind a load balancer\"")
+	}
+	s = s[i:]
+	fence := "```" + lang + "\n"
+	j := strings.Index(s, fence)
+	if j < 0 {
+		t.Fatalf("README.md's load balancer section has no %s block", lang)
+	}
+	s = s[j+len(fence):]
+	k := strings.Index(s, "```")
+	if k < 0 {
+		t.Fatalf("README.md's load balancer %s block is not closed", lang)
+	}
+	return s[:k]
 }
