@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -273,27 +272,9 @@ func TestAllowlistLearnsXUID(t *testing.T) {
 	renamed.expectDisconnect(session.DisconnectReasonNotAllowed, NotAllowlistedMessage)
 }
 
-// logSink is a log writer safe for the server's goroutines and the test.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *logSink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAllowlistOfflineWarning(t *testing.T) {
 	for _, online := range []bool{false, true} {
-		var sink logSink
+		var sink syncBuffer
 		log := zerolog.New(&sink)
 		c := Config{Log: &log, Allowlist: true}
 		if online {

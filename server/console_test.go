@@ -17,7 +17,7 @@ import (
 type console struct {
 	t      *testing.T
 	w      *io.PipeWriter
-	logs   *logSink
+	logs   *syncBuffer
 	done   chan error
 	stops  chan struct{}
 	cursor int // how much of the log earlier waits consumed
@@ -25,7 +25,7 @@ type console struct {
 
 func startConsole(t *testing.T, c Config) (*Server, *console) {
 	t.Helper()
-	var sink logSink
+	var sink syncBuffer
 	log := zerolog.New(&sink)
 	c.Log = &log
 	srv := startServer(t, c)

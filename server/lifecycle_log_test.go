@@ -14,7 +14,7 @@ import (
 // and a leave are each one info line, with the player's name and the
 // count of players.
 func TestLifecycleLogs(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.InfoLevel)
 	srv := startServer(t, Config{Log: &log, NewHandler: newHold, MaxPlayers: 1})
 	addr := gameAddr(t, srv)

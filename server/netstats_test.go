@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +33,7 @@ func TestNetStatsConversion(t *testing.T) {
 // A player's session reports its connection's figures, and its end logs
 // them at debug level.
 func TestSessionNetStats(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	srv := startServer(t, Config{Log: &log, NewHandler: keepHandler})
 	stop := join(t, gameAddr(t, srv), "Steve")
@@ -76,22 +74,4 @@ func TestSessionNetStats(t *testing.T) {
 	if v, _ := line["bytes_in"].(float64); v < float64(n.BytesIn) {
 		t.Errorf("session closed line: got bytes_in %v, want at least %d", line["bytes_in"], n.BytesIn)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use, for logs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
