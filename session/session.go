@@ -256,6 +256,8 @@ type Session struct {
 	// pending is the identity of the Login, published (Identity) once the
 	// login completes.
 	pending *Identity
+	// skipped holds the IDs of the packets Skip has logged.
+	skipped skippedIDs
 	// loggedIn is set when the login completes, which also closes
 	// loginDone to stop the login deadline.
 	loggedIn  bool
@@ -441,9 +443,15 @@ func (s *Session) serve() error {
 }
 
 // dispatch hands p to the handler once the player has logged in, and
-// before that to PreLogin and the session's own handler of its id.
+// before that to PreLogin and the session's own handler of its id. A
+// Disconnect from the client ends the session in any phase.
 func (s *Session) dispatch(p Packet) error {
 	if s.phase == phasePlaying {
+		if p.ID == IDDisconnect {
+			// The player is leaving: the handler hears of it in
+			// HandleClose.
+			return handleDisconnect(s, p.Payload)
+		}
 		return s.callPacket(p)
 	}
 	if s.preLogin != nil {
@@ -471,6 +479,7 @@ var preLoginHandlers = map[uint32]preLoginHandler{
 	IDRequestNetworkSettings:  handleRequestNetworkSettings,
 	IDLogin:                   handleLogin,
 	IDClientToServerHandshake: handleClientToServerHandshake,
+	IDDisconnect:              handleDisconnect,
 	// The client reporting a packet of ours it could not read. Nothing sent
 	// before login is worth answering.
 	IDPacketViolationWarning: nil,
@@ -592,18 +601,24 @@ func (s *Session) control(ctx context.Context) {
 	}
 }
 
-// finish does the closing: it sends what is buffered and the last packet,
-// refuses every later write and closes the Conn. A write stuck on the
+// finish does the closing: it sends what is buffered and the last packet
+// (nothing when the client left), refuses every later write and closes
+// the Conn. A write stuck on the
 // transport is cut short by the watchdog, so finish takes at most about
 // WriteTimeout plus the Conn's Close.
 func (s *Session) finish() {
 	s.lockWrite()
 	var err error
-	if s.last != nil {
-		err = s.addLocked(*s.last)
-	}
-	if err == nil {
-		err = s.flushLocked()
+	// When the client has left, what is buffered stays unsent: it would
+	// only keep a transport's graceful close waiting for
+	// acknowledgements that never come.
+	if !errors.Is(s.cause, ErrClientLeft) {
+		if s.last != nil {
+			err = s.addLocked(*s.last)
+		}
+		if err == nil {
+			err = s.flushLocked()
+		}
 	}
 	s.writeClosed = true
 	s.unlockWrite()

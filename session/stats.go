@@ -23,12 +23,17 @@ type Stats struct {
 	// WireBytesIn counts the bytes of every batch read from the Conn, as
 	// read, those that did not decode included.
 	WireBytesIn uint64
+	// PacketsSkipped counts the packets of PacketsIn that the handler let
+	// go unhandled because it could not read them (Session.Skip): an ID
+	// it does not know, a layout it cannot decode.
+	PacketsSkipped uint64
 }
 
 // counters are a session's Stats as they are kept.
 type counters struct {
 	batchesIn, batchesOut, packetsIn, packetsOut atomic.Uint64
 	bytesIn, bytesOut, wireBytesIn               atomic.Uint64
+	packetsSkipped                               atomic.Uint64
 }
 
 // Stats returns the session's counters. It is safe for concurrent use and
@@ -39,7 +44,7 @@ func (s *Session) Stats() Stats {
 		BatchesIn: c.batchesIn.Load(), BatchesOut: c.batchesOut.Load(),
 		PacketsIn: c.packetsIn.Load(), PacketsOut: c.packetsOut.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
-		WireBytesIn: c.wireBytesIn.Load(),
+		WireBytesIn: c.wireBytesIn.Load(), PacketsSkipped: c.packetsSkipped.Load(),
 	}
 }
 

@@ -30,11 +30,13 @@ type RawHandler interface {
 }
 
 // DecodeErrorHandler is a Handler that decides what a packet that does not
-// decode does to the session. Without it such a packet ends the session.
+// decode does to the session. Without it such a packet is skipped
+// (Session.Skip): counted, logged at debug level, and the session goes on.
 type DecodeErrorHandler interface {
 	// HandleDecodeError is called with a packet Codec.Decode refused and
-	// its error (wrapping ErrUnknownPacket or ErrMalformed). Returning nil
-	// skips the packet; an error ends the session.
+	// its error (wrapping ErrUnknownPacket or ErrMalformed), raw:
+	// p.Payload is valid only until it returns. Returning nil goes on
+	// with the next packet; an error ends the session.
 	HandleDecodeError(s *session.Session, p session.Packet, err error) error
 }
 
@@ -51,10 +53,13 @@ func (NopHandler) HandlePacket(*session.Session, packet.Packet) error { return n
 func (NopHandler) HandleClose(*session.Session, error) {}
 
 // Adapter is a session.Handler that decodes each packet with Codec, laid out
-// for the session's protocol, and hands it to Handler, letting it through raw first if Handler is a RawHandler.
-// A packet that does not decode goes to Handler's HandleDecodeError if it is
-// a DecodeErrorHandler, and otherwise ends the session with the decode
-// error. An Adapter serves one session, as its Handler does.
+// for the session's protocol, and hands it to Handler, letting it through
+// raw first if Handler is a RawHandler. A packet that does not decode (an
+// ID the packet library does not know, a payload that does not read) goes
+// to Handler's HandleDecodeError if it is a DecodeErrorHandler, and is
+// otherwise skipped with Session.Skip: one packet a handler cannot read
+// does not end a player's session, as gophertunnel's packet.Unknown and
+// dragonfly see to. An Adapter serves one session, as its Handler does.
 type Adapter struct {
 	// Handler receives the session's packets.
 	Handler Handler
@@ -82,7 +87,8 @@ func (a *Adapter) HandlePacket(s *session.Session, p session.Packet) error {
 		if h, ok := a.Handler.(DecodeErrorHandler); ok {
 			return h.HandleDecodeError(s, p, err)
 		}
-		return err
+		s.Skip(p, err)
+		return nil
 	}
 	return a.Handler.HandlePacket(s, pk)
 }
