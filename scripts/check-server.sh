@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test: build Basalt and, for each built-in handler (server.handler
-# "gate", then "lobby"), start it with a throwaway configuration on a free
+# "gate", then "lobby"), start it with a throwaway configuration (offline
+# mode, since the join tool is not signed in to Xbox Live) on a free
 # loopback port, wait until it answers a ping, print its MOTD, join it with
 # gophertunnel's client (the gate must disconnect the player with a message
 # naming them; the lobby must spawn them, greet them and answer /list), then
@@ -8,6 +9,9 @@
 # failure.
 #
 # Usage: scripts/check-server.sh
+#
+# integration/check_server_test.go runs it (when bash is present), so the
+# README's smoke test is part of `go test ./...`.
 #
 # The server and the tools are built first and the binaries run (rather
 # than `go run`), so the PID signalled is the server's own.
@@ -23,6 +27,10 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+# Stopped from outside (a test's timeout, Ctrl-C), exit through cleanup so
+# the server started below does not outlive the script.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 fail() {
 	echo "check-server: $*" >&2
@@ -127,6 +135,9 @@ lan_discovery = false
 [server]
 name = "Basalt check"
 handler = "$handler"
+# The join tool logs in offline, as bots and test tools do: online mode
+# would refuse it ("You must be signed in to Xbox Live to join.").
+online_mode = false
 
 [log]
 format = "json"
@@ -162,6 +173,13 @@ EOF
 
 	echo "== stop"
 	kill -INT "$pid"
+	# A clean stop tells every player and exits at once; wait at most 10 s
+	# rather than for ever, so a server that hangs fails the check.
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && fail "server still running 10 s after SIGINT"
 	status=0
 	wait "$pid" || status=$?
 	pid=""
