@@ -17,15 +17,16 @@ import (
 // result naming the XUID and key the valid token (the only seed that can
 // pass) names.
 func FuzzVerify(f *testing.F) {
-	is := authtest.NewIssuer()
-	defer is.Close()
+	is := authtest.NewMemIssuer()
 	c := is.Config()
 	c.MinRefreshInterval = time.Hour // the fuzzer must not hammer the issuer
 	v := c.New()
 	v.Start()
 	defer v.Close()
-	for !v.Ready() {
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := auth.AwaitReady(ctx, v); err != nil {
+		f.Fatalf("no keys: %v", err)
 	}
 	steve := authtest.NewPlayer("Steve", "2535400000000001")
 	valid := is.Request(steve, authtest.TokenOptions{})

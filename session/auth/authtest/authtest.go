@@ -9,18 +9,25 @@
 //	v := is.Config().New() // an auth.Config pointed at is
 //	p := authtest.NewPlayer("Steve", "2535400000000001")
 //	req := is.Request(p, authtest.TokenOptions{})
+//
+// NewMemIssuer is the same service without a socket: its Config fetches
+// through an in-memory http.RoundTripper, so a Verifier can run inside a
+// testing/synctest bubble.
 package authtest
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,13 +41,16 @@ import (
 // Issuer is a local authentication service. Its methods are safe for
 // concurrent use.
 type Issuer struct {
-	srv *httptest.Server
+	srv    *httptest.Server // nil for a NewMemIssuer
+	url    string
+	client *http.Client // fetches from a NewMemIssuer; nil for NewIssuer
 
 	mu     sync.Mutex
 	key    *rsa.PrivateKey // signs tokens
 	kid    string
 	keys   []jose.JSONWebKey // published in the JWKS
 	serial int
+	named  string // the issuer the OpenID configuration names; "" is url
 
 	// JWKSFetches counts the JWKS requests served.
 	JWKSFetches atomic.Int64
@@ -50,28 +60,83 @@ type Issuer struct {
 // Close it when done.
 func NewIssuer() *Issuer {
 	is := &Issuer{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /discovery", is.serveDiscovery)
-	mux.HandleFunc("GET /.well-known/openid-configuration", is.serveOpenID)
-	mux.HandleFunc("GET /keys", is.serveJWKS)
-	is.srv = httptest.NewServer(mux)
+	is.srv = httptest.NewServer(is.handler())
+	is.url = is.srv.URL
 	is.Rotate()
 	return is
 }
 
-// Close stops the Issuer's server.
-func (is *Issuer) Close() { is.srv.Close() }
+// MemURL is the issuer a NewMemIssuer names; no host answers it.
+const MemURL = "https://issuer.test"
+
+// NewMemIssuer returns an Issuer that listens nowhere: it is MemURL, and
+// the Config it returns fetches from it through Transport, in memory. It
+// starts no goroutine, so it may be made inside a synctest bubble or out.
+func NewMemIssuer() *Issuer {
+	is := &Issuer{url: MemURL}
+	is.client = &http.Client{Transport: Transport(map[string]http.Handler{"issuer.test": is.handler()})}
+	is.Rotate()
+	return is
+}
+
+func (is *Issuer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /discovery", is.serveDiscovery)
+	mux.HandleFunc("GET /.well-known/openid-configuration", is.serveOpenID)
+	mux.HandleFunc("GET /keys", is.serveJWKS)
+	return mux
+}
+
+// Close stops the Issuer's server, if it has one.
+func (is *Issuer) Close() {
+	if is.srv != nil {
+		is.srv.Close()
+	}
+}
 
 // URL returns the issuer, as tokens name it.
-func (is *Issuer) URL() string { return is.srv.URL }
+func (is *Issuer) URL() string { return is.url }
+
+// ErrNoHost is the error of a Transport's round trip to a host it does
+// not serve, as a refused connection would be.
+var ErrNoHost = errors.New("authtest: no such host")
+
+// Transport returns an http.RoundTripper that answers each request with
+// the handler of its URL's host (host[:port]), in memory: no socket, no
+// goroutine and no timer, so that a Verifier fetching through it runs in
+// a testing/synctest bubble. A request to another host fails with
+// ErrNoHost; a request whose context is done fails with its error.
+func Transport(hosts map[string]http.Handler) http.RoundTripper {
+	return memTransport(hosts)
+}
+
+type memTransport map[string]http.Handler
+
+func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	h, ok := t[req.URL.Host]
+	if !ok {
+		return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: ErrNoHost}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
 
 // DiscoveryURL returns the URL of the discovery document.
-func (is *Issuer) DiscoveryURL() string { return is.srv.URL + "/discovery" }
+func (is *Issuer) DiscoveryURL() string { return is.url + "/discovery" }
 
 // Config returns an auth.Config that fetches from the Issuer only (no
 // fallback issuer), retrying fast and refreshing on any unknown key id.
+// The HTTPClient of a NewMemIssuer's Config fetches in memory.
 func (is *Issuer) Config() auth.Config {
 	return auth.Config{
+		HTTPClient:         is.client,
 		DiscoveryURL:       is.DiscoveryURL(),
 		Issuer:             "-",
 		RetryMin:           10 * time.Millisecond,
@@ -101,9 +166,21 @@ func (is *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 	}}})
 }
 
+// NameIssuer makes the OpenID configuration name iss as its issuer, as a
+// misconfigured or impersonating service would, while discovery and the
+// JWKS stay as they are; "" restores URL.
+func (is *Issuer) NameIssuer(iss string) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.named = iss
+}
+
 func (is *Issuer) serveOpenID(w http.ResponseWriter, _ *http.Request) {
+	is.mu.Lock()
+	named := cmp.Or(is.named, is.URL())
+	is.mu.Unlock()
 	writeJSON(w, map[string]any{
-		"issuer":                                is.URL(),
+		"issuer":                                named,
 		"jwks_uri":                              is.URL() + "/keys",
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 	})
