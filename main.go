@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/console"
 )
 
 const usage = `Usage: basalt [-config FILE] [-version]
@@ -103,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			_ = srv.Reload() // it logs what happened
 		}
 	}()
-	if server.ConsoleInput(os.Stdin) {
+	if console.Input(os.Stdin) {
 		go func() { _ = srv.RunConsole(os.Stdin, stop) }() // stop: as Ctrl-C
 	}
 	return srv.Run(ctx)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// console runs srv's console over a pipe, as main does over stdin; send
+// consoleRun runs srv's console over a pipe, as main does over stdin; send
 // writes a line and waits until the log shows want.
-type console struct {
+type consoleRun struct {
 	t      *testing.T
 	w      *io.PipeWriter
 	logs   *syncBuffer
@@ -23,14 +22,14 @@ type console struct {
 	cursor int // how much of the log earlier waits consumed
 }
 
-func startConsole(t *testing.T, c Config) (*Server, *console) {
+func startConsole(t *testing.T, c Config) (*Server, *consoleRun) {
 	t.Helper()
 	var sink syncBuffer
 	log := zerolog.New(&sink)
 	c.Log = &log
 	srv := startServer(t, c)
 	r, w := io.Pipe()
-	cn := &console{t: t, w: w, logs: &sink, done: make(chan error, 1), stops: make(chan struct{}, 1)}
+	cn := &consoleRun{t: t, w: w, logs: &sink, done: make(chan error, 1), stops: make(chan struct{}, 1)}
 	go func() {
 		cn.done <- srv.RunConsole(r, func() { cn.stops <- struct{}{} })
 	}()
@@ -47,7 +46,7 @@ func startConsole(t *testing.T, c Config) (*Server, *console) {
 
 // send writes line to the console and waits for the log to show want
 // after what earlier sends saw.
-func (c *console) send(line, want string) {
+func (c *consoleRun) send(line, want string) {
 	c.t.Helper()
 	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
 		c.t.Fatal(err)
@@ -118,56 +117,4 @@ func TestConsole(t *testing.T) {
 		t.Fatal("RunConsole did not return after stop")
 	}
 	c.done <- nil // for the cleanup
-}
-
-func TestParseBanDuration(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30m", 30 * time.Minute, true},
-		{"12h", 12 * time.Hour, true},
-		{"7d", 7 * 24 * time.Hour, true},
-		{"0d", 0, false},
-		{"-1h", 0, false},
-		{"griefing", 0, false},
-		{"d", 0, false},
-		{"99999999d", 0, false},
-	} {
-		if got, ok := parseBanDuration(tc.in); got != tc.want || ok != tc.ok {
-			t.Errorf("%q: got %v, %v, want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-	for in, want := range map[string]Ban{
-		"203.0.113.7": {IP: "203.0.113.7"}, "2001:db8::/32": {IP: "2001:db8::/32"},
-		"2535400000000001": {XUID: "2535400000000001"}, "Steve": {Name: "Steve"},
-	} {
-		if got := banTarget(in); got != want {
-			t.Errorf("banTarget(%q): got %+v, want %+v", in, got, want)
-		}
-	}
-}
-
-func TestConsoleInput(t *testing.T) {
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	if ConsoleInput(null) {
-		t.Error("ConsoleInput(/dev/null) = true, want false")
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if !ConsoleInput(r) {
-		t.Error("ConsoleInput(a pipe) = false, want true")
-	}
-	_ = r.Close()
-	if ConsoleInput(r) {
-		t.Error("ConsoleInput(a closed file) = true, want false")
-	}
 }

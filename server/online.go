@@ -2,8 +2,8 @@ package server
 
 import (
 	"errors"
-	"slices"
 
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 )
@@ -38,7 +38,8 @@ func (srv *Server) verifyLogin(s *session.Session, id session.Identity, req sess
 		}
 		id = v
 	}
-	if err := srv.access.admit(id, addrPort(s.RemoteAddr()).Addr(), &srv.stats); err != nil {
+	if err := srv.access.Admit(id, addrPort(s.RemoteAddr()).Addr()); err != nil {
+		srv.stats.countRefusal(err)
 		if e := s.Log().Debug(); e.Enabled() {
 			e.Err(err).Msg("login refused")
 		}
@@ -55,18 +56,20 @@ func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
 // New.
 func (srv *Server) initAccess() {
 	c := srv.conf
-	a := &srv.access
-	a.enabled.Store(c.Allowlist)
-	a.allowF.path, a.bansF.path = c.AllowlistFile, c.BansFile
-	a.allow = slices.Clone(c.AllowlistEntries)
-	a.bans = slices.Clone(c.Bans)
+	srv.access = access.New(access.Config{
+		Allowlist:        c.Allowlist,
+		AllowlistFile:    c.AllowlistFile,
+		AllowlistEntries: c.AllowlistEntries,
+		BansFile:         c.BansFile,
+		Bans:             c.Bans,
+	})
 }
 
 // loadAccess reads the allowlist and ban files, if configured. It runs in
 // Listen: a file that does not parse stops the server from starting, as
 // it could otherwise open a private server to everyone.
 func (srv *Server) loadAccess() error {
-	return srv.conf.locate(errors.Join(allowlistError(srv.access.loadAllow()), bansError(srv.access.loadBans())))
+	return srv.conf.locate(errors.Join(allowlistError(srv.access.LoadAllowlist()), bansError(srv.access.LoadBans())))
 }
 
 // allowlistError names server.allowlist_file and the fix in an error of

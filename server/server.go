@@ -18,6 +18,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
@@ -114,7 +115,7 @@ type Server struct {
 	verifier *auth.Verifier
 	// access is the allowlist and ban list; accessDone stops their
 	// file watcher.
-	access     access
+	access     *access.Lists
 	accessDone chan struct{}
 }
 

@@ -47,6 +47,17 @@ type counters struct {
 	notSignedIn, authUnavailable, notAllowlisted, banned            atomic.Uint64
 }
 
+// countRefusal counts a Login the access lists refused with err.
+func (c *counters) countRefusal(err error) {
+	if de, ok := err.(*session.DisconnectError); ok {
+		if de.Message == NotAllowlistedMessage {
+			c.notAllowlisted.Add(1)
+		} else {
+			c.banned.Add(1)
+		}
+	}
+}
+
 // count records why a session ended, if its client broke a limit: err is
 // what Run returned, loggedIn whether its player had logged in.
 func (c *counters) count(err error, loggedIn bool) {

@@ -26,7 +26,7 @@ func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
 	// since then, before the session showed up as a player, is caught
 	// here.
 	if id, ok := s.Identity(); ok {
-		if err, _ := t.srv.access.check(id, addrPort(s.RemoteAddr()).Addr(), time.Now(), false); err != nil {
+		if err := t.srv.access.Check(id, addrPort(s.RemoteAddr()).Addr(), time.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"bufio"
@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
+	"github.com/rs/zerolog"
 )
 
-// DefaultKickMessage is what a kicked player sees when the operator gave
-// no reason.
-const DefaultKickMessage = "Kicked by an operator."
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
 
 // maxConsoleLine caps a console line; longer ones end the console.
 const maxConsoleLine = 64 << 10
@@ -36,51 +40,38 @@ const consoleHelp = `commands:
   reload                                reread the allowlist and ban files
   stop                                  shut down, as Ctrl-C does`
 
-// Kick disconnects the players online whose name (in any case) or XUID is
-// player, with reason (DefaultKickMessage if empty), and reports how many.
-// It returns an error if none is online.
-func (srv *Server) Kick(player, reason string) (int, error) {
-	if reason == "" {
-		reason = DefaultKickMessage
-	}
-	n := 0
-	for _, s := range srv.Sessions() {
-		id, ok := s.Identity()
-		if !ok || !(strings.EqualFold(id.DisplayName, player) || (id.XUID != "" && id.XUID == player)) {
-			continue
-		}
-		if s.DisconnectWith(session.DisconnectReasonKicked, reason) == nil {
-			n++
-			srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("reason", reason).Msg("kicked")
-		}
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("no player %q online", player)
-	}
-	return n, nil
+// Server is what the console's commands act on; *server.Server is one.
+// Its methods are called from the goroutine running Run.
+type Server interface {
+	// Players returns the identities of the players online, sorted by
+	// name.
+	Players() []session.Identity
+	// PlayerLimit returns the number of players the server admits now.
+	PlayerLimit() int
+	// Kick disconnects the players online whose name or XUID is player,
+	// and reports how many.
+	Kick(player, reason string) (int, error)
+	// Ban adds b to the ban list and disconnects who it names.
+	Ban(b access.Ban) error
+	// Unban lifts the bans naming who and reports how many.
+	Unban(who string) (int, error)
+	// Allowlist reports whether the allowlist is enforced, and its
+	// entries.
+	Allowlist() (enabled bool, entries []access.AllowlistEntry)
+	// SetAllowlist turns the allowlist on or off.
+	SetAllowlist(on bool)
+	// AllowlistAdd adds a player to the allowlist.
+	AllowlistAdd(who string) error
+	// AllowlistRemove removes a player from the allowlist.
+	AllowlistRemove(who string) (bool, error)
+	// Reload reads the allowlist and ban files again.
+	Reload() error
 }
 
-// Players returns the identities of the players online (sessions holding
-// a slot), sorted by name.
-func (srv *Server) Players() []session.Identity {
-	srv.mu.Lock()
-	var ids []session.Identity
-	for s, e := range srv.sessions {
-		if id, ok := s.Identity(); ok && e.player {
-			ids = append(ids, id)
-		}
-	}
-	srv.mu.Unlock()
-	slices.SortFunc(ids, func(a, b session.Identity) int {
-		return strings.Compare(strings.ToLower(a.DisplayName), strings.ToLower(b.DisplayName))
-	})
-	return ids
-}
-
-// ConsoleInput reports whether f is worth reading commands from: a
+// Input reports whether f is worth reading commands from: a
 // terminal, a pipe or a file, but not /dev/null (a service's usual stdin)
 // nor a closed descriptor.
-func ConsoleInput(f *os.File) bool {
+func Input(f *os.File) bool {
 	fi, err := f.Stat()
 	if err != nil {
 		return false
@@ -91,14 +82,13 @@ func ConsoleInput(f *os.File) bool {
 	return true
 }
 
-// RunConsole runs the operator commands it reads from r, one a line (see
-// consoleHelp; help lists them), until r ends or stop is. Each answer goes
-// to the server's log, so it lands wherever the log does. stop is what
+// Run runs the operator commands it reads from r, one a line (see
+// consoleHelp; help lists them), on srv, until r ends or stop is. Each
+// answer goes to log, so it lands wherever the server's log does. stop is what
 // the stop command calls: main passes the cancel of the context Run
 // waits on, so that stop shuts down as Ctrl-C does. It returns nil at the
 // end of r, and the error that ended reading otherwise.
-func (srv *Server) RunConsole(r io.Reader, stop func()) error {
-	log := srv.conf.Log.With().Str("src", "console").Logger()
+func Run(r io.Reader, srv Server, log zerolog.Logger, stop func()) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxConsoleLine)
 	for sc.Scan() {
@@ -106,7 +96,7 @@ func (srv *Server) RunConsole(r io.Reader, stop func()) error {
 		if line == "" {
 			continue
 		}
-		reply, quit, err := srv.execCommand(line)
+		reply, quit, err := execCommand(srv, line)
 		switch {
 		case err != nil:
 			log.Warn().Str("command", line).Msg(err.Error())
@@ -130,7 +120,7 @@ func (srv *Server) RunConsole(r io.Reader, stop func()) error {
 
 // execCommand runs one console line and returns its answer, and whether
 // it was stop.
-func (srv *Server) execCommand(line string) (reply string, stop bool, err error) {
+func execCommand(srv Server, line string) (reply string, stop bool, err error) {
 	f := strings.Fields(line)
 	cmd, args := strings.ToLower(f[0]), f[1:]
 	rest := func(i int) string {
@@ -148,7 +138,7 @@ func (srv *Server) execCommand(line string) (reply string, stop bool, err error)
 		for i, id := range ids {
 			names[i] = id.DisplayName
 		}
-		reply = fmt.Sprintf("%d of %d players online", len(ids), srv.playerLimit())
+		reply = fmt.Sprintf("%d of %d players online", len(ids), srv.PlayerLimit())
 		if len(names) > 0 {
 			reply += ": " + strings.Join(names, ", ")
 		}
@@ -196,7 +186,7 @@ func (srv *Server) execCommand(line string) (reply string, stop bool, err error)
 		}
 		return fmt.Sprintf("lifted %d ban(s) of %s", n, args[0]), false, nil
 	case "allowlist", "whitelist":
-		return srv.allowlistCommand(args)
+		return allowlistCommand(srv, args)
 	case "reload":
 		if err := srv.Reload(); err != nil {
 			return "", false, err
@@ -209,7 +199,7 @@ func (srv *Server) execCommand(line string) (reply string, stop bool, err error)
 }
 
 // allowlistCommand runs allowlist on|off|add|remove|list.
-func (srv *Server) allowlistCommand(args []string) (string, bool, error) {
+func allowlistCommand(srv Server, args []string) (string, bool, error) {
 	usage := errors.New("usage: allowlist on|off|list|add <player|xuid>|remove <player|xuid>")
 	if len(args) == 0 {
 		return "", false, usage
@@ -254,14 +244,14 @@ func (srv *Server) allowlistCommand(args []string) (string, bool, error) {
 
 // banTarget returns the ban of target: an IP or CIDR prefix, an XUID if
 // it is a decimal number, a name otherwise.
-func banTarget(target string) Ban {
-	if (Ban{IP: target}).validate() == nil {
-		return Ban{IP: target}
+func banTarget(target string) access.Ban {
+	if (access.Ban{IP: target}).Validate() == nil {
+		return access.Ban{IP: target}
 	}
-	if isXUID(target) {
-		return Ban{XUID: target}
+	if access.IsXUID(target) {
+		return access.Ban{XUID: target}
 	}
-	return Ban{Name: target}
+	return access.Ban{Name: target}
 }
 
 // parseBanDuration parses a ban's length: a Go duration ("30m", "12h") or

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"bytes"
@@ -9,18 +9,20 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/basaltmc/basalt/server/internal/file"
 )
 
-// DefaultAccessPollInterval is how often the allowlist and ban files are
+// DefaultPollInterval is how often the allowlist and ban files are
 // checked for changes.
-const DefaultAccessPollInterval = 2 * time.Second
+const DefaultPollInterval = 2 * time.Second
 
-// maxAccessFileSize caps the allowlist and ban files: a million entries
-// is far beyond any server, and a file that size is a mistake.
-const maxAccessFileSize = 64 << 20
+// maxFileSize caps the allowlist and ban files: a million entries is far
+// beyond any server, and a file that size is a mistake.
+const maxFileSize = 64 << 20
 
-// accessFile is one of the files the access lists live in.
-type accessFile struct {
+// listFile is one of the files the access lists live in.
+type listFile struct {
 	path    string
 	modTime time.Time // of the version last read or written
 	size    int64
@@ -28,7 +30,7 @@ type accessFile struct {
 
 // changed reports whether the file differs from the version last read or
 // written.
-func (f *accessFile) changed() bool {
+func (f *listFile) changed() bool {
 	fi, err := os.Stat(f.path)
 	if err != nil {
 		return false // a file removed keeps the lists as they are
@@ -37,7 +39,7 @@ func (f *accessFile) changed() bool {
 }
 
 // stamp records the file's current version as seen.
-func (f *accessFile) stamp() {
+func (f *listFile) stamp() {
 	if fi, err := os.Stat(f.path); err == nil {
 		f.modTime, f.size = fi.ModTime(), fi.Size()
 	}
@@ -45,10 +47,10 @@ func (f *accessFile) stamp() {
 
 // readList reads the JSON array at f into out, creating the file holding
 // "[]" if it is missing.
-func (f *accessFile) readList(out any) error {
+func (f *listFile) readList(out any) error {
 	data, err := os.ReadFile(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if werr := writeNew(f.path, []byte("[]\n"), 0o644); werr != nil && !errors.Is(werr, fs.ErrExist) {
+		if werr := file.CreateNew(f.path, []byte("[]\n"), 0o644); werr != nil && !errors.Is(werr, fs.ErrExist) {
 			return fmt.Errorf("create %s: %w", f.path, werr)
 		}
 		data, err = []byte("[]"), nil
@@ -56,8 +58,8 @@ func (f *accessFile) readList(out any) error {
 	if err != nil {
 		return err
 	}
-	if len(data) > maxAccessFileSize {
-		return fmt.Errorf("%s: %d bytes exceeds %d", f.path, len(data), maxAccessFileSize)
+	if len(data) > maxFileSize {
+		return fmt.Errorf("%s: %d bytes exceeds %d", f.path, len(data), maxFileSize)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("[]")
@@ -70,7 +72,7 @@ func (f *accessFile) readList(out any) error {
 
 // writeList writes v as indented JSON to f, through a temporary file
 // renamed over it so that a reader never sees half a file.
-func (f *accessFile) writeList(v any) error {
+func (f *listFile) writeList(v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -98,9 +100,12 @@ func (f *accessFile) writeList(v any) error {
 	return nil
 }
 
-// loadAllow reads the allowlist file, keeping the list in force if it
+// HasFiles reports whether either list is kept in a file.
+func (a *Lists) HasFiles() bool { return a.allowF.path != "" || a.bansF.path != "" }
+
+// LoadAllowlist reads the allowlist file, keeping the list in force if it
 // cannot. No file configured keeps the list in memory only.
-func (a *access) loadAllow() error {
+func (a *Lists) LoadAllowlist() error {
 	if a.allowF.path == "" {
 		return nil
 	}
@@ -120,8 +125,8 @@ func (a *access) loadAllow() error {
 	return nil
 }
 
-// loadBans reads the ban file, keeping the list in force if it cannot.
-func (a *access) loadBans() error {
+// LoadBans reads the ban file, keeping the list in force if it cannot.
+func (a *Lists) LoadBans() error {
 	if a.bansF.path == "" {
 		return nil
 	}
@@ -130,7 +135,7 @@ func (a *access) loadBans() error {
 		return fmt.Errorf("bans: %w", err)
 	}
 	for i, b := range l {
-		if err := b.validate(); err != nil {
+		if err := b.Validate(); err != nil {
 			return fmt.Errorf("bans: %s: entry %d: %w", a.bansF.path, i, err)
 		}
 	}
@@ -141,8 +146,8 @@ func (a *access) loadBans() error {
 	return nil
 }
 
-// saveAllow writes the allowlist to its file, if it has one.
-func (a *access) saveAllow() error {
+// SaveAllowlist writes the allowlist to its file, if it has one.
+func (a *Lists) SaveAllowlist() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.allowF.path == "" {
@@ -155,9 +160,9 @@ func (a *access) saveAllow() error {
 	return a.allowF.writeList(l)
 }
 
-// saveBans writes the ban list to its file, if it has one, leaving out
+// SaveBans writes the ban list to its file, if it has one, leaving out
 // bans that have expired.
-func (a *access) saveBans() error {
+func (a *Lists) SaveBans() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.bansF.path == "" {
@@ -173,59 +178,19 @@ func (a *access) saveBans() error {
 	return a.bansF.writeList(l)
 }
 
-// Reload reads the allowlist and ban files again and disconnects the
-// players online they no longer admit. A file that does not parse keeps
-// its list as it was, and the error says why. The server reloads on its
-// own when a file changes; main reloads on SIGHUP too.
-func (srv *Server) Reload() error {
-	err := srv.loadAccess()
-	if err != nil {
-		srv.log.Error().Err(err).Msg("reload: keeping the lists in force")
-	} else {
-		srv.log.Info().Msg("reloaded the allowlist and ban list")
-	}
-	srv.enforceAccess()
-	return err
+// Changed reports which of the files differ from the versions last read
+// or written.
+func (a *Lists) Changed() (allowlist, bans bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.allowF.path != "" && a.allowF.changed(), a.bansF.path != "" && a.bansF.changed()
 }
 
-// watchAccess reloads a list whose file changed, every interval, until
-// done is closed.
-func (srv *Server) watchAccess(interval time.Duration, done <-chan struct{}) {
-	defer srv.loops.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		a := &srv.access
-		a.mu.Lock()
-		allow, bans := a.allowF.path != "" && a.allowF.changed(), a.bansF.path != "" && a.bansF.changed()
-		a.mu.Unlock()
-		if !allow && !bans {
-			continue
-		}
-		var err error
-		if allow {
-			err = allowlistError(a.loadAllow())
-		}
-		if bans {
-			err = errors.Join(err, bansError(a.loadBans()))
-		}
-		err = srv.conf.locate(err)
-		if err != nil {
-			// Stamp the bad version, so it is reported once, not every
-			// interval.
-			a.mu.Lock()
-			a.allowF.stamp()
-			a.bansF.stamp()
-			a.mu.Unlock()
-			srv.log.Error().Err(err).Msg("a changed access file does not parse; keeping the lists in force")
-			continue
-		}
-		srv.log.Info().Bool("allowlist", allow).Bool("bans", bans).Msg("reloaded changed access files")
-		srv.enforceAccess()
-	}
+// Stamp records the files' current versions as seen, so that a version
+// that does not parse is reported once, not at every poll.
+func (a *Lists) Stamp() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.allowF.stamp()
+	a.bansF.stamp()
 }

@@ -1,0 +1,15 @@
+// Package access holds a server's allowlist and ban list, and the JSON
+// files they live in: BDS's allowlist.json and a ban list of XUIDs, names
+// and IP prefixes. The server asks a Lists whether a player may join
+// (Admit at Login, Check again before the player takes a slot) and changes
+// the lists through it; the files are read with LoadAllowlist and
+// LoadBans, written on every change and polled with Changed.
+//
+//	l := access.New(access.Config{Allowlist: true, AllowlistFile: "allowlist.json"})
+//	if err := l.LoadAllowlist(); err != nil {
+//		return err
+//	}
+//	if err := l.Admit(id, ip); err != nil {
+//		return err // a *session.DisconnectError saying why
+//	}
+package access

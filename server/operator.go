@@ -1,0 +1,70 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/basaltmc/basalt/server/console"
+	"github.com/basaltmc/basalt/session"
+)
+
+// DefaultKickMessage is what a kicked player sees when the operator gave
+// no reason.
+const DefaultKickMessage = "Kicked by an operator."
+
+// Kick disconnects the players online whose name (in any case) or XUID is
+// player, with reason (DefaultKickMessage if empty), and reports how many.
+// It returns an error if none is online.
+func (srv *Server) Kick(player, reason string) (int, error) {
+	if reason == "" {
+		reason = DefaultKickMessage
+	}
+	n := 0
+	for _, s := range srv.Sessions() {
+		id, ok := s.Identity()
+		if !ok || !(strings.EqualFold(id.DisplayName, player) || (id.XUID != "" && id.XUID == player)) {
+			continue
+		}
+		if s.DisconnectWith(session.DisconnectReasonKicked, reason) == nil {
+			n++
+			srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("reason", reason).Msg("kicked")
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("no player %q online", player)
+	}
+	return n, nil
+}
+
+// Players returns the identities of the players online (sessions holding
+// a slot), sorted by name.
+func (srv *Server) Players() []session.Identity {
+	srv.mu.Lock()
+	var ids []session.Identity
+	for s, e := range srv.sessions {
+		if id, ok := s.Identity(); ok && e.player {
+			ids = append(ids, id)
+		}
+	}
+	srv.mu.Unlock()
+	slices.SortFunc(ids, func(a, b session.Identity) int {
+		return strings.Compare(strings.ToLower(a.DisplayName), strings.ToLower(b.DisplayName))
+	})
+	return ids
+}
+
+// PlayerLimit returns the number of players the server admits now:
+// Config.MaxPlayers until UpdateStatus or the StatusProvider change it.
+func (srv *Server) PlayerLimit() int { return srv.playerLimit() }
+
+// RunConsole runs the operator commands it reads from r, one a line (see
+// package console; help lists them), until r ends or stop is. Each answer
+// goes to the server's log, so it lands wherever the log does. stop is
+// what the stop command calls: main passes the cancel of the context Run
+// waits on, so that stop shuts down as Ctrl-C does. It returns nil at the
+// end of r, and the error that ended reading otherwise.
+func (srv *Server) RunConsole(r io.Reader, stop func()) error {
+	return console.Run(r, srv, srv.conf.Log.With().Str("src", "console").Logger(), stop)
+}
