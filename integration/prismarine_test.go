@@ -15,12 +15,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/basaltmc/basalt/integration/proxy"
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
+	sessionjoin "github.com/basaltmc/basalt/session/join"
+	"github.com/basaltmc/basalt/session/packets"
+	"github.com/go-gl/mathgl/mgl32"
+	"github.com/rs/zerolog"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
@@ -537,4 +542,121 @@ func TestPrismarineLobby(t *testing.T) {
 			break
 		}
 	}
+}
+
+// playHandler is a handler shaped as the README's: it spawns the player with
+// session/join and decodes every packet for the player's protocol with
+// packets.Adapt, with no RawHandler to pass packets by undecoded and no
+// DecodeErrorHandler, so every packet bedrock-protocol sends goes through
+// the codec. It answers each chat line with how many it has had.
+type playHandler struct {
+	packets.NopHandler
+	codec  packets.Codec
+	join   *sessionjoin.Join
+	said   int
+	closed chan<- error
+}
+
+// playerIDs hands out the players' entity IDs.
+var playerIDs atomic.Int64
+
+func (p *playHandler) HandlePacket(s *session.Session, pk packet.Packet) error {
+	if spawned, err := p.join.HandlePacket(pk); spawned || err != nil {
+		return err
+	}
+	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat && p.join.Spawned() {
+		p.said++
+		return p.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: fmt.Sprintf("message %d", p.said)})
+	}
+	return nil
+}
+
+func (p *playHandler) HandleClose(_ *session.Session, err error) { p.closed <- err }
+
+// TestPrismarineClientPlays joins bedrock-protocol's client at every
+// protocol the server knows to a handler that decodes everything, has it
+// do what a player does in its first seconds (interact, animate,
+// inventory_transaction), and checks that it stays: its next chat line is
+// answered. Then the client leaves with its own Disconnect, which the
+// handler and the server's "player left" line report with the client's
+// reason, not as an error of the server's.
+func TestPrismarineClientPlays(t *testing.T) {
+	node := needNode(t)
+	t.Parallel()
+	for _, p := range session.KnownProtocols() {
+		t.Run(strconv.Itoa(int(p)), func(t *testing.T) {
+			t.Parallel()
+			var logs jsLog
+			log := zerolog.New(&logs).Level(zerolog.InfoLevel)
+			closed := make(chan error, 1)
+			_, addr := bedrockServer(t, server.Config{
+				Log:             &log,
+				ShutdownTimeout: jsShutdownTimeout,
+				NewHandler: func(s *session.Session) (session.Handler, error) {
+					h := &playHandler{closed: closed}
+					j, err := sessionjoin.Start(s, h.codec, sessionjoin.GameData{
+						EntityID:       playerIDs.Add(1),
+						PlayerGameMode: packet.GameTypeSpectator,
+						PlayerPosition: mgl32.Vec3{0.5, 65.62, 0.5},
+					})
+					if err != nil {
+						return nil, err
+					}
+					h.join = j
+					return packets.Adapt(h, h.codec), nil
+				},
+			})
+			name := "Player" + strconv.Itoa(int(p))
+			proc := startJS(t, node, addr, name, jsClients[2].argsAt(name, p)...)
+			proc.expect(t, "spawn", func(ev jsResult) bool { return ev.Event == "spawn" })
+			for _, line := range []string{"!play", "hello"} {
+				if _, err := io.WriteString(proc.stdin, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			proc.expect(t, "the answer after playing", func(ev jsResult) bool { return ev.Event == "text" && ev.Message == "message 1" })
+			if _, err := io.WriteString(proc.stdin, "!leave\n"); err != nil {
+				t.Fatal(err)
+			}
+			proc.expect(t, "the leave", func(ev jsResult) bool { return ev.Event == "left" })
+			const reason = "client left: Client leaving"
+			select {
+			case err := <-closed:
+				if le, ok := errors.AsType[*session.LeaveError](err); !ok || le.Message != "Client leaving" {
+					t.Errorf("HandleClose: got %v, want %q", err, reason)
+				}
+			case <-time.After(jsLobbyWait):
+				t.Fatal("the session did not end after the client left")
+			}
+			want := []map[string]any{{"message": "player left", "player": name, "reason": reason}}
+			deadline := time.Now().Add(jsLobbyWait)
+			for missingLines(logs.Bytes(), want) != nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("no %v in the server's log:\n%s", want, logs.Bytes())
+				}
+				// The line follows HandleClose on the session's
+				// goroutine; a few polls see it.
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// jsLog is a log sink the server writes while the test reads it.
+type jsLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *jsLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// Bytes returns a copy of what was written.
+func (l *jsLog) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
 }

@@ -15,7 +15,15 @@
 //
 // and sends each line it reads on stdin as a chat message (a line starting
 // with '/' is a command, as the game sends it), until the server
-// disconnects it: the last line is then the kick as above.
+// disconnects it: the last line is then the kick as above. Two lines are
+// not chat:
+//
+//   !play   sends what a player does in its first seconds: opens the
+//           inventory (interact), swings an arm (animate) and clicks on
+//           itself (inventory_transaction item_use_on_entity); then prints
+//           {"event":"played"}
+//   !leave  leaves as a player does, with the client's own Disconnect
+//           ("Client leaving"); then prints {"event":"left"}
 //
 // Usage:
 //   node client.js --backend=B --host=H --port=P --username=U --protocol=N
@@ -137,6 +145,16 @@ if (opt.lobby) {
   client.on('spawn', () => emit({ event: 'spawn' }))
   client.on('text', (p) => emit({ event: 'text', message: p.message }))
   require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+    if (line === '!play') {
+      play()
+      emit({ event: 'played' })
+      return
+    }
+    if (line === '!leave') {
+      client.disconnect('Client leaving')
+      finish({ event: 'left' })
+      return
+    }
     client.queue('text', {
       needs_translation: false,
       category: 'authored',
@@ -147,5 +165,32 @@ if (opt.lobby) {
       platform_chat_id: '',
       has_filtered_message: false
     })
+  })
+}
+
+// play sends what a player does first: the inventory, a swing, a click on
+// itself. Each field is set for every protocol client.js speaks; a field
+// one protocol lacks (animate's hand before 2225) is not written.
+function play () {
+  const self = client.entityId
+  const pos = { x: 0.5, y: 65.62, z: 0.5 }
+  client.queue('interact', { action_id: 'open_inventory', target_entity_id: self, has_position: false })
+  client.queue('animate', { action_id: 'swing_arm', runtime_entity_id: self, data: 0, has_swing_source: false, hand: 'main_hand' })
+  const air = { network_id: 0, count: 0, metadata: 0, has_stack_id: false, block_runtime_id: 0, extra: { has_nbt: false, can_place_on: [], can_destroy: [] } }
+  client.queue('inventory_transaction', {
+    transaction: {
+      legacy: { legacy_request_id: 0 },
+      transaction_type: 'item_use_on_entity',
+      actions: [],
+      transaction_data: {
+        entity_runtime_id: self,
+        action_type: 'interact',
+        hotbar_slot: 0,
+        hand: 'main_hand',
+        held_item: air,
+        player_pos: pos,
+        click_pos: { x: 0, y: 0, z: 0 }
+      }
+    }
   })
 }
