@@ -75,7 +75,7 @@ func readmeNginx(t *testing.T, front string, upstreams []string) string {
 		{"server 10.0.0.12:19132;", "server " + upstreams[1] + ";"},
 	} {
 		if !strings.Contains(s, r.old) {
-			t.Fatalf("README.md's nginx block lacks %q:\n%s", r.old, s)
+			t.Fatalf("scripts/docs/scaling.md's nginx block lacks %q:\n%s", r.old, s)
 		}
 		s = strings.Replace(s, r.old, r.new, 1)
 	}
@@ -185,7 +185,7 @@ func readmeInstanceConfig(t *testing.T, name, front, shared string) string {
 		{"[server]\n", fmt.Sprintf("[server]\nhandler = \"lobby\"\nonline_mode = false\nshutdown_message = %q\n", stoppingMessage(name))},
 	} {
 		if !strings.Contains(s, r.old) {
-			t.Fatalf("README.md's instance config lacks %q:\n%s", r.old, s)
+			t.Fatalf("scripts/docs/scaling.md's instance config lacks %q:\n%s", r.old, s)
 		}
 		s = strings.Replace(s, r.old, r.new, 1)
 	}
@@ -656,28 +656,29 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // readmeRecipeBlock returns the first fenced block of language lang in
-// README.md's section "Several instances behind a load balancer".
+// scripts/docs/scaling.md's section "Several instances behind a load
+// balancer", which the README links to.
 func readmeRecipeBlock(t *testing.T, lang string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "scripts", "docs", "scaling.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
 	i := strings.Index(s, "## Several instances behind a load balancer")
 	if i < 0 {
-		t.Fatal("README.md has no section \"Several instances behind a load balancer\"")
+		t.Fatal("scripts/docs/scaling.md has no section \"Several instances behind a load balancer\"")
 	}
 	s = s[i:]
 	fence := "```" + lang + "\n"
 	j := strings.Index(s, fence)
 	if j < 0 {
-		t.Fatalf("README.md's load balancer section has no %s block", lang)
+		t.Fatalf("scripts/docs/scaling.md's load balancer section has no %s block", lang)
 	}
 	s = s[j+len(fence):]
 	k := strings.Index(s, "```")
 	if k < 0 {
-		t.Fatalf("README.md's load balancer %s block is not closed", lang)
+		t.Fatalf("scripts/docs/scaling.md's load balancer %s block is not closed", lang)
 	}
 	return s[:k]
 }

@@ -79,17 +79,17 @@ func configKeys(t *testing.T) (keys, values []string) {
 	return keys, values
 }
 
-// TestREADMEConfigTable holds README.md's configuration reference to
-// DefaultConfigFile: one row per key, in the file's order, with the file's
-// default.
+// TestREADMEConfigTable holds the configuration reference the README links
+// to, scripts/docs/configuration.md, to DefaultConfigFile: one row per key,
+// in the file's order, with the file's default.
 func TestREADMEConfigTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "scripts", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	section := readmeSection(string(readme), "## Configuration reference")
 	if section == "" {
-		t.Fatal("README.md: no \"## Configuration reference\" section")
+		t.Fatal("scripts/docs/configuration.md: no \"## Configuration reference\" section")
 	}
 	var rows, defaults []string
 	for line := range strings.Lines(section) {
@@ -110,16 +110,16 @@ func TestREADMEConfigTable(t *testing.T) {
 		j := slices.Index(rows, k)
 		switch {
 		case j < 0:
-			t.Errorf("README.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
+			t.Errorf("scripts/docs/configuration.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
 		case defaults[j] != want:
-			t.Errorf("README.md %s: default %s, want %s", k, defaults[j], want)
+			t.Errorf("scripts/docs/configuration.md %s: default %s, want %s", k, defaults[j], want)
 		case j != i && !missing:
-			t.Errorf("README.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
+			t.Errorf("scripts/docs/configuration.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
 		}
 	}
 	for _, r := range rows {
 		if !slices.Contains(keys, r) {
-			t.Errorf("README.md has a row for %s, which config.toml does not have", r)
+			t.Errorf("scripts/docs/configuration.md has a row for %s, which config.toml does not have", r)
 		}
 	}
 }
