@@ -50,11 +50,11 @@ func listenTest(t *testing.T, c Config) *Listener {
 	if c.ICEConn == nil && c.ICEAddr == "" {
 		c.ICEAddr = "127.0.0.1:0"
 	}
-	if c.NegotiationsPerIP == 0 {
-		c.NegotiationsPerIP = -1
+	if c.OffersPerSource == 0 {
+		c.OffersPerSource = -1
 	}
-	if c.NegotiationsInFlightPerIP == 0 {
-		c.NegotiationsInFlightPerIP = -1
+	if c.NegotiationsPerSource == 0 {
+		c.NegotiationsPerSource = -1
 	}
 	l, err := c.Listen()
 	if err != nil {

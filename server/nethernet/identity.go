@@ -1,6 +1,7 @@
 package nethernet
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
+	"time"
+
+	gonn "github.com/df-mc/go-nethernet"
 )
 
 // identityPEMType is the PEM block type of the identity key file.
@@ -76,4 +81,36 @@ func parseIdentityKey(b []byte) (*ecdsa.PrivateKey, error) {
 		return nil, errors.New("not a P-384 key")
 	}
 	return key, nil
+}
+
+// identityLifetime is how long one issued server identity is handed out:
+// go-nethernet's tokens last a minute, and a client checks the token's
+// expiry when the answer arrives.
+const identityLifetime = 30 * time.Second
+
+// identityCache issues the server identity every answer carries (a
+// self-signed ES384 token naming key), signing a new token at most every
+// identityLifetime instead of once per offer.
+type identityCache struct {
+	key *ecdsa.PrivateKey
+
+	mu     sync.Mutex
+	cur    *gonn.Identity
+	issued time.Time
+}
+
+// issue is go-nethernet's ListenConfig.IssueServerIdentity.
+func (c *identityCache) issue(context.Context) (*gonn.Identity, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.cur != nil && now.Sub(c.issued) < identityLifetime && !now.Before(c.issued) {
+		return c.cur, nil
+	}
+	id, err := gonn.GenerateServerIdentity(c.key, "self")
+	if err != nil {
+		return nil, err
+	}
+	c.cur, c.issued = id, now
+	return id, nil
 }

@@ -40,9 +40,12 @@ const (
 // server's data (the same GUID as the RakNet pong, so a client merges the
 // two entries) and carries the signals of joins from the LAN list: it is
 // the nethernet.Signaling of a second go-nethernet listener, beside the
-// HTTP one. Replies are rate-limited per IP address, and the peers it
+// HTTP one. A LAN is a LAN: only loopback, private and link-local senders
+// are heard. Their offers take the Listener's one admission path, as HTTP
+// offers do; replies are rate-limited per address, and the peers it
 // signals with are bounded, since a LAN peer proves nothing.
 type lanSignaling struct {
+	l      *Listener
 	conn   net.PacketConn
 	id     uint64
 	nonce  string
@@ -62,6 +65,7 @@ type lanSignaling struct {
 	closed chan struct{}
 	once   sync.Once
 	done   chan struct{}
+	offers sync.WaitGroup
 }
 
 // lanPeer is where a LAN peer's signals go.
@@ -70,8 +74,8 @@ type lanPeer struct {
 	seen time.Time
 }
 
-// listenLAN opens LAN discovery on addr for the network ID id.
-func listenLAN(addr string, id uint64, status func() Status, online bool) (*lanSignaling, error) {
+// listenLAN opens LAN discovery on addr for l.
+func listenLAN(l *Listener, addr string) (*lanSignaling, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err
@@ -79,8 +83,9 @@ func listenLAN(addr string, id uint64, status func() Status, online bool) (*lanS
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	s := &lanSignaling{
-		conn: pc, id: id, nonce: hex.EncodeToString(nonce[:]), status: status, online: online,
-		limiter: newIPLimiter(lanRepliesPerIP),
+		l: l, conn: pc, id: l.conf.NetworkID, nonce: hex.EncodeToString(nonce[:]),
+		status: l.conf.Status, online: !l.conf.AllowAnonymous,
+		limiter: newIPLimiter(lanRepliesPerIP, maxTrackedIPs),
 		peers:   make(map[uint64]lanPeer),
 		closed:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -111,8 +116,22 @@ func (s *lanSignaling) read() {
 	}
 }
 
-// handle answers a discovery request or passes a signal on.
+// onLAN reports whether a is a LAN address: loopback, private or
+// link-local.
+func onLAN(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast()
+}
+
+// handle answers a discovery request or passes a signal on: an offer
+// through admission, a candidate or an error only for a negotiation in
+// progress.
 func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
+	src := addrOf(from)
+	if !onLAN(src) {
+		s.l.stats.notLAN.Add(1)
+		return
+	}
 	pk, sender, err := discovery.Unmarshal(b)
 	if err != nil || sender == s.id {
 		s.refused.Add(1)
@@ -120,7 +139,7 @@ func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
 	}
 	switch pk := pk.(type) {
 	case *discovery.RequestPacket:
-		if !s.limiter.allow(addrOf(from), now) {
+		if !s.limiter.allow(src, now) {
 			s.refused.Add(1)
 			return
 		}
@@ -141,6 +160,13 @@ func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
 			return
 		}
 		sig.NetworkID = strconv.FormatUint(sender, 10)
+		if sig.Type == gonn.SignalTypeOffer {
+			s.offer(sig, sender, src, from, now)
+			return
+		}
+		if !s.l.adm.follow(connKey{sig.NetworkID, sig.ConnectionID}, sig) {
+			return
+		}
 		s.mu.Lock()
 		s.remember(sender, from, now)
 		n := s.notifier
@@ -149,6 +175,53 @@ func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
 			n.NotifySignal(sig)
 		}
 	}
+}
+
+// offer takes a LAN offer through the Listener's admission; the wait for
+// an answering turn happens off the reader. A refusal is signalled back:
+// an error signal, no larger than the offer.
+func (s *lanSignaling) offer(sig *gonn.Signal, sender uint64, src netip.Addr, from net.Addr, now time.Time) {
+	s.l.stats.offers.Add(1)
+	refuse := func(code int) {
+		if code < 0 {
+			code = gonn.ErrorCodeIncomingConnectionIgnored
+		}
+		msg := &discovery.MessagePacket{RecipientID: sender, Data: (&gonn.Signal{
+			Type: gonn.SignalTypeError, ConnectionID: sig.ConnectionID, Data: strconv.Itoa(code),
+		}).String()}
+		_, _ = s.conn.WriteTo(discovery.Marshal(msg, s.id), from)
+	}
+	if !s.l.adm.allowRate(src, now) {
+		refuse(refusedRateCode)
+		return
+	}
+	t, code := s.l.admitOffer(src, sig)
+	if t == nil {
+		refuse(code)
+		return
+	}
+	s.offers.Add(1)
+	go func() {
+		defer s.offers.Done()
+		if !t.wait(s.ctx) {
+			t.release()
+			s.l.stats.busy.Add(1)
+			refuse(refusedBusyCode)
+			return
+		}
+		s.mu.Lock()
+		s.remember(sender, from, time.Now())
+		n := s.notifier
+		s.mu.Unlock()
+		if n == nil || !n.NotifySignal(sig) {
+			t.release()
+			refuse(refusedBusyCode)
+			return
+		}
+		for _, q := range t.handedOn() {
+			n.NotifySignal(q)
+		}
+	}()
 }
 
 // remember records where sender's signals go, within maxLANPeers. s.mu is
@@ -200,11 +273,19 @@ func (s *lanSignaling) serverData() *discovery.ServerData {
 	}
 }
 
-// Signal sends a signal to the LAN peer it is for.
+// Signal sends a signal to the LAN peer it is for; an answer is noted by
+// admission, whose proof the client's ICE check must then give, and an
+// error ends a negotiation not yet answered.
 func (s *lanSignaling) Signal(ctx context.Context, sig *gonn.Signal) error {
 	id, err := strconv.ParseUint(sig.NetworkID, 10, 64)
 	if err != nil {
 		return err
+	}
+	switch sig.Type {
+	case gonn.SignalTypeAnswer:
+		s.l.adm.answered(connKey{sig.NetworkID, sig.ConnectionID}, sig.Data)
+	case gonn.SignalTypeError:
+		s.l.adm.failed(connKey{sig.NetworkID, sig.ConnectionID})
 	}
 	s.mu.Lock()
 	p, ok := s.peers[id]
@@ -254,6 +335,7 @@ func (s *lanSignaling) Close() error {
 		s.cancel()
 		_ = s.conn.Close()
 		<-s.done
+		s.offers.Wait()
 	})
 	return nil
 }

@@ -98,14 +98,31 @@ func FuzzLANHandle(f *testing.F) {
 	f.Add(discovery.Marshal(&discovery.MessagePacket{RecipientID: 7, Data: "CONNECTREQUEST 1 v=0"}, 2))
 	f.Add(discovery.Marshal(&discovery.ResponsePacket{ApplicationData: []byte{1, 2, 3}}, 3))
 	f.Add([]byte{0, 1, 2})
-	s := &lanSignaling{conn: nopPacketConn{}, id: 7, limiter: newIPLimiter(lanRepliesPerIP), peers: make(map[uint64]lanPeer)}
+	s := testLAN(f)
 	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s.handle(b, from, time.Now())
+		s.offers.Wait()
 		if len(s.peers) > maxLANPeers {
 			t.Fatalf("%d LAN peers", len(s.peers))
 		}
+		if _, _, held := s.l.adm.heldBy(from.AddrPort().Addr()); held != 0 {
+			t.Fatalf("%d negotiations held with no listener to answer them", held)
+		}
 	})
+}
+
+// testLAN is LAN signalling on a socket that discards what it sends, for
+// a Listener of defaults with nothing to answer offers.
+func testLAN(tb testing.TB) *lanSignaling {
+	tb.Helper()
+	l := &Listener{conf: Config{NetworkID: 7, AllowAnonymous: true, MaxOfferSize: DefaultMaxOfferSize,
+		NegotiationTimeout: DefaultNegotiationTimeout}}
+	l.adm = newAdmission(admitConfig{max: 8, answering: 2, perSource: 4, ratePerSource: 1000,
+		proofWindow: time.Second, timeout: time.Second, answerWait: time.Second}, &l.stats)
+	s := &lanSignaling{l: l, conn: nopPacketConn{}, id: 7, limiter: newIPLimiter(lanRepliesPerIP, 0),
+		peers: make(map[uint64]lanPeer), ctx: context.Background()}
+	return s
 }
 
 // The peer table keeps at most maxLANPeers, forgetting the oldest.

@@ -3,6 +3,8 @@ package nethernet
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -14,11 +16,9 @@ import (
 	"time"
 
 	gonn "github.com/df-mc/go-nethernet"
-	"github.com/df-mc/go-nethernet/endpoint"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
-	"golang.org/x/net/netutil"
 )
 
 // Defaults for zero Config fields.
@@ -28,36 +28,17 @@ const (
 	DefaultMaxOfferSize = 16 << 10
 	// DefaultMaxNegotiations caps the negotiations in progress: offers
 	// being answered plus answered peers whose ICE, DTLS and SCTP have
-	// not completed. Each holds a pion ICE agent, DTLS and SCTP state,
-	// about 100 KiB (measured under a flood), so 256 hold some 25 MiB.
+	// not completed. Each answered one holds a pion ICE agent, DTLS and
+	// SCTP state (about 100 KiB); one whose client has not proved its
+	// address gives up its place to a new offer when the cap is reached.
 	DefaultMaxNegotiations = 256
 	// DefaultMaxAnswering caps the offers handed to go-nethernet at once;
-	// more wait their turn, in order. The answers are made one after the
-	// other (go-nethernet's listener handles offers in turn, about 7 ms
-	// each: a DTLS certificate and two ES384 signatures).
+	// more wait their turn (DefaultAnswerWait at most). go-nethernet
+	// answers them one after the other, about a millisecond each.
 	DefaultMaxAnswering = 16
-	// answeringPerIP is how many offers of one IP address may be waiting
-	// or being answered at once, so that a player's offer waits behind
-	// at most one of each other address's: a client sends one offer per
-	// join attempt, and two players behind one NAT are refused only if
-	// their offers arrive within the few milliseconds of an answer.
-	answeringPerIP = 1
-	// DefaultNegotiationsPerIP is how many offers one IP address may send
-	// a second (with a burst of as many). A player's client sends one per
-	// join attempt.
-	DefaultNegotiationsPerIP = 4
 	// DefaultNegotiationTimeout bounds a negotiation, from the offer to
 	// the data channels open.
 	DefaultNegotiationTimeout = 10 * time.Second
-	// DefaultNegotiationsInFlightPerIP is how many negotiations one IP
-	// address may have in progress: each admitted offer holds one of its
-	// slots for NegotiationTimeout, unless it is refused. Several players
-	// behind one NAT may join at once; an attacker's few addresses
-	// cannot fill MaxNegotiations.
-	DefaultNegotiationsInFlightPerIP = 4
-	// DefaultMaxSignalingConns caps the TCP connections to the signalling
-	// endpoint open at once; more wait in the kernel's backlog.
-	DefaultMaxSignalingConns = 256
 )
 
 // Status is what GET /v1/join answers, as JSON: what BDS reports and the
@@ -116,6 +97,16 @@ type Config struct {
 	// summaries of refusals. Nil discards them.
 	Log *zerolog.Logger
 
+	// VerifyToken, when set, checks the token of an offer's identity (the
+	// game's multiplayer token: issuer, audience, expiry, signature)
+	// before any WebRTC state is made; an offer whose token fails is
+	// refused with ErrorCodeIdentityVerificationFailed. Nil accepts any
+	// token, whose key the session still binds the Login to.
+	VerifyToken func(ctx context.Context, token string) error
+	// TrustedProxy reports whether an address is a trusted proxy's: no
+	// per-source limit applies to it. Nil trusts none.
+	TrustedProxy func(netip.Addr) bool
+
 	// MaxOfferSize caps an offer's body in bytes; 0 means
 	// DefaultMaxOfferSize.
 	MaxOfferSize int64
@@ -125,18 +116,30 @@ type Config struct {
 	// MaxAnswering caps the offers being answered at once; 0 means
 	// DefaultMaxAnswering.
 	MaxAnswering int
-	// NegotiationsPerIP caps the offers per IP address per second; 0
-	// means DefaultNegotiationsPerIP, negative no cap.
-	NegotiationsPerIP int
+	// OffersPerSource caps the offers per source (an IPv4 address, an
+	// IPv6 /64) per second, and four times as many per prefix (an IPv4
+	// /24, an IPv6 /48); 0 means DefaultOffersPerSource, negative no cap.
+	OffersPerSource int
+	// NegotiationsPerSource caps the negotiations in progress per source,
+	// and four times as many per prefix; 0 means
+	// DefaultNegotiationsPerSource, negative no cap.
+	NegotiationsPerSource int
 	// NegotiationTimeout bounds each negotiation; 0 means
 	// DefaultNegotiationTimeout.
 	NegotiationTimeout time.Duration
-	// NegotiationsInFlightPerIP caps the negotiations in progress per IP
-	// address; 0 means DefaultNegotiationsInFlightPerIP, negative no cap.
-	NegotiationsInFlightPerIP int
+	// ProofWindow bounds the wait for an answered client's first ICE
+	// check; 0 means DefaultProofWindow.
+	ProofWindow time.Duration
+	// AnswerWait bounds an admitted offer's wait for its turn to be
+	// answered; 0 means DefaultAnswerWait.
+	AnswerWait time.Duration
 	// MaxSignalingConns caps the open signalling TCP connections; 0 means
 	// DefaultMaxSignalingConns.
 	MaxSignalingConns int
+	// SignalingConnsPerSource caps one source's open signalling
+	// connections; 0 means DefaultSignalingConnsPerSource, negative no
+	// cap.
+	SignalingConnsPerSource int
 
 	// includeLoopback forces loopback candidates whatever the ICE socket
 	// is bound to; tests use it with an ICE socket on 127.0.0.1, where it
@@ -146,27 +149,45 @@ type Config struct {
 
 // Stats are a Listener's counters.
 type Stats struct {
-	// Offers counts the offers received; Answered those answered.
+	// Offers counts the offers received, over HTTP and the LAN; Answered
+	// those answered.
 	Offers, Answered uint64
 	// Accepted counts the connections handed to Accept; Failed the
-	// answered peers whose connection did not complete in time.
+	// answered peers whose connection did not complete.
 	Accepted, Failed uint64
 	// Refused counts offers refused before any WebRTC state was made, by
-	// reason.
-	TooLarge, Busy, RateLimited, Malformed uint64
+	// reason: over the size cap, the global cap or answering queue full,
+	// over their source's rate, over their source's negotiations,
+	// malformed, and without a valid identity.
+	TooLarge, Busy, RateLimited, SourceBusy, Malformed, Unauthenticated uint64
+	// Proven counts answered clients that completed an ICE check;
+	// Unproven the answered negotiations torn down because their client
+	// did not in time (or gave up its place to a new offer).
+	Proven, Unproven uint64
+	// NotLAN counts LAN signals and requests dropped because they came
+	// from outside loopback, private and link-local addresses.
+	NotLAN uint64
+	// ConnsRefused counts signalling connections closed at once (their
+	// source over its cap, or the endpoint full of served requests);
+	// ConnsEvicted the ones closed for a new one while still sending
+	// their request.
+	ConnsRefused, ConnsEvicted uint64
 	// ICEQueueFull counts the STUN and DTLS datagrams a shared socket's
 	// Demux dropped because ICE fell behind.
 	ICEQueueFull uint64
 	// Negotiating is the negotiations in progress now; Open the
-	// connections accepted and not yet closed.
-	Negotiating, Open int
+	// connections accepted and not yet closed; SignalingConns the
+	// signalling TCP connections open.
+	Negotiating, Open, SignalingConns int
 }
 
 // counters are the Stats as kept.
 type counters struct {
-	offers, answered, accepted, failed     atomic.Uint64
-	tooLarge, busy, rateLimited, malformed atomic.Uint64
-	inFlight, halfOpen, open               atomic.Int64
+	offers, answered, accepted, failed           atomic.Uint64
+	tooLarge, busy, rateLimited, sourceBusy      atomic.Uint64
+	malformed, unauthenticated, proven, unproven atomic.Uint64
+	notLAN, connsRefused, connsEvicted           atomic.Uint64
+	inFlight, halfOpen, open                     atomic.Int64
 }
 
 // Listener serves NetherNet: HTTP signalling on TCP and the peer
@@ -177,7 +198,6 @@ type Listener struct {
 
 	tcp  net.Listener
 	http *http.Server
-	ep   *endpoint.Handler
 	nn   *gonn.Listener
 	lan  *lanSignaling  // nil without LAN discovery
 	nnl  *gonn.Listener // the listener of LAN joins
@@ -188,12 +208,13 @@ type Listener struct {
 	ice      net.Addr
 	tls      bool
 
-	limiter   *ipLimiter
-	slots     *ipSlots
-	answering chan struct{} // a token per offer handed to go-nethernet
-	waiting   *ipSlots      // offers waiting or being answered, per IP
-	stats     counters
+	adm   *admission
+	guard *connGuard
+	https *httpSignaling
+	stats counters
+	rlog  lineLimiter // refusals logged at info
 
+	cancel    context.CancelFunc // ends the HTTP signalling's context
 	closed    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -211,25 +232,30 @@ func (c Config) Listen() (*Listener, error) {
 	c.MaxOfferSize = cmpOr(c.MaxOfferSize, DefaultMaxOfferSize)
 	c.MaxNegotiations = cmpOr(c.MaxNegotiations, DefaultMaxNegotiations)
 	c.MaxAnswering = cmpOr(c.MaxAnswering, DefaultMaxAnswering)
-	c.NegotiationsPerIP = cmpOr(c.NegotiationsPerIP, DefaultNegotiationsPerIP)
+	c.OffersPerSource = cmpOr(c.OffersPerSource, DefaultOffersPerSource)
+	c.NegotiationsPerSource = cmpOr(c.NegotiationsPerSource, DefaultNegotiationsPerSource)
 	c.NegotiationTimeout = cmpOr(c.NegotiationTimeout, DefaultNegotiationTimeout)
+	c.ProofWindow = cmpOr(c.ProofWindow, DefaultProofWindow)
+	c.AnswerWait = cmpOr(c.AnswerWait, DefaultAnswerWait)
 	c.MaxSignalingConns = cmpOr(c.MaxSignalingConns, DefaultMaxSignalingConns)
+	c.SignalingConnsPerSource = cmpOr(c.SignalingConnsPerSource, DefaultSignalingConnsPerSource)
 	l := &Listener{conf: c, closed: make(chan struct{}), incoming: make(chan *gonn.Conn)}
 	if c.Log != nil {
 		l.log = c.Log.With().Str("src", "nethernet").Logger()
 	} else {
 		l.log = zerolog.Nop()
 	}
-	if c.NegotiationsPerIP > 0 {
-		l.limiter = newIPLimiter(c.NegotiationsPerIP)
-	}
-	c.NegotiationsInFlightPerIP = cmpOr(c.NegotiationsInFlightPerIP, DefaultNegotiationsInFlightPerIP)
-	if c.NegotiationsInFlightPerIP > 0 {
-		l.slots = newIPSlots(c.NegotiationsInFlightPerIP, c.NegotiationTimeout)
-	}
-	l.answering = make(chan struct{}, c.MaxAnswering)
-	l.waiting = newIPSlots(answeringPerIP, c.NegotiationTimeout)
-	l.conf = c
+	l.adm = newAdmission(admitConfig{
+		max:           c.MaxNegotiations,
+		answering:     c.MaxAnswering,
+		perSource:     c.NegotiationsPerSource,
+		ratePerSource: c.OffersPerSource,
+		proofWindow:   c.ProofWindow,
+		timeout:       c.NegotiationTimeout,
+		answerWait:    c.AnswerWait,
+		trusted:       c.TrustedProxy,
+	}, &l.stats)
+	l.guard = newConnGuard(c.MaxSignalingConns, c.SignalingConnsPerSource, c.TrustedProxy, &l.stats)
 	var tlsConf *tls.Config
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
@@ -257,20 +283,23 @@ func (c Config) Listen() (*Listener, error) {
 		return fail(fmt.Errorf("nethernet: signalling: %w", err))
 	}
 	l.tcp = tcp
-	api, mux, err := l.newAPI(pc)
+	api, mux, err := l.newAPI(&proofConn{PacketConn: pc, a: l.adm})
 	if err != nil {
 		return fail(fmt.Errorf("nethernet: %w", err))
 	}
 	l.mux = mux
 
 	slogger := newSlog(l.log)
-	l.ep = endpoint.HandlerConfig{
-		Logger: slogger,
-		NegotiationContext: func(parent context.Context) (context.Context, context.CancelFunc) {
-			return context.WithTimeout(parent, c.NegotiationTimeout)
-		},
-	}.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.https = newHTTPSignaling(l, ctx)
 	key := c.IdentityKey
+	if key == nil {
+		if key, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader); err != nil {
+			return fail(fmt.Errorf("nethernet: identity: %w", err))
+		}
+	}
+	ids := &identityCache{key: key}
 	lc := gonn.ListenConfig{
 		Log:            slogger,
 		API:            api,
@@ -278,17 +307,18 @@ func (c Config) Listen() (*Listener, error) {
 		NegotiationContext: func(parent context.Context) (context.Context, context.CancelFunc) {
 			return context.WithTimeout(parent, c.NegotiationTimeout)
 		},
-		ConnContext: l.connContext,
+		ConnContext: func(parent context.Context, conn *gonn.Conn) (context.Context, context.CancelFunc) {
+			var k connKey
+			if a, ok := conn.RemoteAddr().(*gonn.Addr); ok {
+				k = connKey{a.NetworkID, a.ConnectionID}
+			}
+			return l.adm.connContext(parent, k)
+		},
+		IssueServerIdentity: ids.issue,
 		// The HTTP model answers each offer once, with every candidate.
 		DisableTrickleICE: true,
 	}
-	if key != nil {
-		lc.IssueServerIdentity = func(context.Context) (*gonn.Identity, error) {
-			// A token lasts a minute: one per answer.
-			return gonn.GenerateServerIdentity(key, "self")
-		}
-	}
-	nn, err := lc.Listen(l.ep)
+	nn, err := lc.Listen(l.https)
 	if err != nil {
 		return fail(fmt.Errorf("nethernet: %w", err))
 	}
@@ -298,21 +328,21 @@ func (c Config) Listen() (*Listener, error) {
 		l.listenLAN(lc)
 	}
 
-	ln := netutil.LimitListener(tcp, c.MaxSignalingConns)
+	var ln net.Listener = &guardListener{Listener: tcp, g: l.guard}
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
 		l.tls = true
 	}
 	l.http = &http.Server{
 		Handler:           l.handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      c.NegotiationTimeout + 5*time.Second,
-		IdleTimeout:       30 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       requestTimeout,
+		WriteTimeout:      c.AnswerWait + c.NegotiationTimeout + 5*time.Second,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    8 << 10,
-		ErrorLog:          nil,
+		ConnContext:       connContext,
+		ErrorLog:          httpErrorLog(),
 	}
-	l.http.ErrorLog = httpErrorLog()
 	l.wg.Go(func() { _ = l.http.Serve(ln) })
 	l.wg.Go(l.summarise)
 	scheme := "http"
@@ -379,28 +409,11 @@ func (l *Listener) newAPI(pc net.PacketConn) (*webrtc.API, *ice.UDPMuxDefault, e
 	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), mux, nil
 }
 
-// connContext bounds an answered peer's ICE, DTLS and SCTP start, and
-// counts it as a negotiation until it is accepted or given up.
-func (l *Listener) connContext(parent context.Context, _ *gonn.Conn) (context.Context, context.CancelFunc) {
-	l.stats.halfOpen.Add(1)
-	ctx, cancel := context.WithTimeout(parent, l.conf.NegotiationTimeout)
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			if ctx.Err() != nil && parent.Err() == nil {
-				l.stats.failed.Add(1)
-			}
-			cancel()
-			l.stats.halfOpen.Add(-1)
-		})
-	}
-}
-
 // listenLAN opens LAN discovery and the listener of the joins signalled
 // through it, which trickle their candidates. It logs and gives up if the
 // socket cannot be opened.
 func (l *Listener) listenLAN(lc gonn.ListenConfig) {
-	lan, err := listenLAN(l.conf.LANAddr, l.conf.NetworkID, l.conf.Status, !l.conf.AllowAnonymous)
+	lan, err := listenLAN(l, l.conf.LANAddr)
 	if err != nil {
 		l.log.Warn().Err(err).Str("addr", l.conf.LANAddr).
 			Msg("NetherNet LAN discovery not opened; LAN clients will not list the server over NetherNet")
@@ -478,9 +491,13 @@ func (l *Listener) Stats() Stats {
 		Offers: s.offers.Load(), Answered: s.answered.Load(),
 		Accepted: s.accepted.Load(), Failed: s.failed.Load(),
 		TooLarge: s.tooLarge.Load(), Busy: s.busy.Load(),
-		RateLimited: s.rateLimited.Load(), Malformed: s.malformed.Load(),
-		Negotiating: int(s.inFlight.Load() + s.halfOpen.Load()),
-		Open:        int(s.open.Load()),
+		RateLimited: s.rateLimited.Load(), SourceBusy: s.sourceBusy.Load(),
+		Malformed: s.malformed.Load(), Unauthenticated: s.unauthenticated.Load(),
+		Proven: s.proven.Load(), Unproven: s.unproven.Load(), NotLAN: s.notLAN.Load(),
+		ConnsRefused: s.connsRefused.Load(), ConnsEvicted: s.connsEvicted.Load(),
+		Negotiating:    int(s.inFlight.Load()),
+		Open:           int(s.open.Load()),
+		SignalingConns: l.guard.openConns(),
 	}
 	if d, ok := l.conf.ICEConn.(*Demux); ok {
 		st.ICEQueueFull = d.Dropped()
@@ -497,6 +514,7 @@ func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.closed)
 		l.closeAll()
+		l.adm.close()
 		l.wg.Wait()
 		// go-nethernet ends an answered peer's start as soon as its
 		// listener closes; wait for the last to notice.
@@ -511,6 +529,9 @@ func (l *Listener) Close() error {
 
 // closeAll closes whatever Listen opened.
 func (l *Listener) closeAll() {
+	if l.cancel != nil {
+		l.cancel()
+	}
 	if l.http != nil {
 		_ = l.http.Close()
 	} else if l.tcp != nil {

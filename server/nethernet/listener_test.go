@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,7 +225,7 @@ func TestSignallingRefusals(t *testing.T) {
 
 func TestRateLimitPerIP(t *testing.T) {
 	defer checkGoroutines(t)()
-	l := listenTest(t, Config{AllowAnonymous: true, NegotiationsPerIP: 2})
+	l := listenTest(t, Config{AllowAnonymous: true, OffersPerSource: 2})
 	codes := map[int]int{}
 	for range 5 {
 		resp, err := httpClient().Post("http://"+l.Addr().String()+"/v1/join/1", "application/sdp", strings.NewReader("junk"))
@@ -261,40 +260,4 @@ func TestCloseAccept(t *testing.T) {
 		t.Fatal("Accept after Close: nil error")
 	}
 	_ = errors.New
-}
-
-func TestIPSlots(t *testing.T) {
-	s := newIPSlots(2, 10*time.Second)
-	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")
-	now := time.Unix(1000, 0)
-	if !s.acquire(a, now) || !s.acquire(a, now.Add(time.Millisecond)) {
-		t.Fatal("the first two slots refused")
-	}
-	if s.acquire(a, now.Add(2*time.Millisecond)) {
-		t.Error("a third slot given")
-	}
-	s.release(a, now) // the first was refused after all
-	if !s.acquire(a, now.Add(3*time.Millisecond)) {
-		t.Error("a released slot not given again")
-	}
-	if !s.acquire(a, now.Add(11*time.Second)) {
-		t.Error("slots not freed after their hold")
-	}
-	// An IPv6 /64 shares its slots.
-	if !s.acquire(b, now) || !s.acquire(netip.MustParseAddr("2001:db8::2"), now) ||
-		s.acquire(netip.MustParseAddr("2001:db8::ffff"), now) {
-		t.Error("an IPv6 /64 not limited as one")
-	}
-	// The table is bounded: past maxTrackedIPs live addresses, new ones
-	// are refused.
-	big := newIPSlots(1, time.Minute)
-	for i := range maxTrackedIPs {
-		big.acquire(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), now)
-	}
-	if big.acquire(netip.MustParseAddr("192.0.2.99"), now) {
-		t.Error("a new address admitted past maxTrackedIPs")
-	}
-	if !big.acquire(netip.MustParseAddr("192.0.2.99"), now.Add(2*time.Minute)) {
-		t.Error("expired entries not swept")
-	}
 }

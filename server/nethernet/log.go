@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -65,14 +66,17 @@ type lineLimiter struct {
 	n      int
 }
 
-func (l *lineLimiter) allow(now time.Time) bool {
+func (l *lineLimiter) allow(now time.Time) bool { return l.allowN(now, maxLibraryLines) }
+
+// allowN reports whether one more line fits in n a second.
+func (l *lineLimiter) allowN(now time.Time, n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.window) >= time.Second {
 		l.window, l.n = now, 0
 	}
 	l.n++
-	return l.n <= maxLibraryLines
+	return l.n <= n
 }
 
 // pionLogger discards pion's logging: it reports, per datagram, what a
@@ -104,6 +108,20 @@ func httpErrorLog() *log.Logger {
 // refused anything.
 const summaryInterval = 30 * time.Second
 
+// maxRefusalLines is how many refusals a second are logged one by one at
+// info; past it they are left to the summaries and counters.
+const maxRefusalLines = 5
+
+// refusalLog logs, at info, an offer refused because its identity did
+// not verify: an operator asking why a friend cannot join finds the
+// reason. The client's address proved itself over TCP, or is on the LAN.
+func (l *Listener) refusalLog(src netip.Addr, err error) {
+	if !l.rlog.allowN(time.Now(), maxRefusalLines) {
+		return
+	}
+	l.log.Info().Str("raddr", src.String()).Err(err).Msg("NetherNet offer refused: its sign-in did not verify")
+}
+
 // summarise logs, every summaryInterval, the offers refused since the
 // last summary, until the Listener closes.
 func (l *Listener) summarise() {
@@ -117,20 +135,34 @@ func (l *Listener) summarise() {
 		case <-t.C:
 		}
 		st := l.Stats()
-		d := Stats{
-			TooLarge:    st.TooLarge - last.TooLarge,
-			Busy:        st.Busy - last.Busy,
-			RateLimited: st.RateLimited - last.RateLimited,
-			Malformed:   st.Malformed - last.Malformed,
-			Failed:      st.Failed - last.Failed,
+		d := func(now, then uint64) uint64 { return now - then }
+		e := l.log.Warn()
+		var n uint64
+		for _, f := range []struct {
+			key       string
+			now, then uint64
+		}{
+			{"too_large", st.TooLarge, last.TooLarge},
+			{"busy", st.Busy, last.Busy},
+			{"rate_limited", st.RateLimited, last.RateLimited},
+			{"source_busy", st.SourceBusy, last.SourceBusy},
+			{"malformed", st.Malformed, last.Malformed},
+			{"unauthenticated", st.Unauthenticated, last.Unauthenticated},
+			{"unproven", st.Unproven, last.Unproven},
+			{"not_lan", st.NotLAN, last.NotLAN},
+			{"conns_refused", st.ConnsRefused, last.ConnsRefused},
+			{"conns_evicted", st.ConnsEvicted, last.ConnsEvicted},
+			{"failed", st.Failed, last.Failed},
+		} {
+			v := d(f.now, f.then)
+			n += v
+			e = e.Uint64(f.key, v)
 		}
 		last = st
-		if d.TooLarge+d.Busy+d.RateLimited+d.Malformed+d.Failed == 0 {
+		if n == 0 {
+			e.Discard()
 			continue
 		}
-		l.log.Warn().Uint64("too_large", d.TooLarge).Uint64("busy", d.Busy).
-			Uint64("rate_limited", d.RateLimited).Uint64("malformed", d.Malformed).
-			Uint64("failed", d.Failed).Stringer("over", summaryInterval).
-			Msg("NetherNet offers refused or failed")
+		e.Stringer("over", summaryInterval).Msg("NetherNet offers refused or failed")
 	}
 }
