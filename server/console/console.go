@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,19 +27,28 @@ func onOff(on bool) string {
 const maxConsoleLine = 64 << 10
 
 // consoleHelp is the answer to help.
-const consoleHelp = `commands:
+const consoleHelp = `commands (quote a name with spaces: kick "Major Nelson" griefing):
   help                                  this list
   list                                  the players online
   kick <player> [reason]                disconnect a player (name or XUID)
-  ban <player|xuid|ip|cidr> [for] [reason]
-                                        ban, for a time such as 30m, 12h or 7d
-                                        if given, and disconnect who it names
+  ban <player|xuid|ip|cidr> [<length>|forever [reason]]
+                                        ban for a length such as 30m, 12h, 7d
+                                        or 2w, or forever (the default), and
+                                        disconnect who it names
   unban <player|xuid|ip|cidr>           lift the bans naming it
   allowlist on|off                      enforce the allowlist or stop
   allowlist add|remove <player|xuid>    change the allowlist
   allowlist list                        show the allowlist
   reload                                reread the allowlist and ban files
   stop                                  shut down, as Ctrl-C does`
+
+// The usage lines a command's error repeats.
+const (
+	kickUsage      = "usage: kick <player> [reason]"
+	banUsage       = "usage: ban <player|xuid|ip|cidr> [<length>|forever [reason]], a length such as 30m, 12h, 7d or 2w"
+	unbanUsage     = "usage: unban <player|xuid|ip|cidr>"
+	allowlistUsage = "usage: allowlist on|off|list|add <player|xuid>|remove <player|xuid>"
+)
 
 // Server is what the console's commands act on; *server.Server is one.
 // Its methods are called from the goroutine running Run.
@@ -121,14 +131,11 @@ func Run(r io.Reader, srv Server, log zerolog.Logger, stop func()) error {
 // execCommand runs one console line and returns its answer, and whether
 // it was stop.
 func execCommand(srv Server, line string) (reply string, stop bool, err error) {
-	f := strings.Fields(line)
-	cmd, args := strings.ToLower(f[0]), f[1:]
-	rest := func(i int) string {
-		if i >= len(args) {
-			return ""
-		}
-		return strings.Join(args[i:], " ")
+	f, err := splitLine(line)
+	if err != nil {
+		return "", false, err
 	}
+	cmd, args := strings.ToLower(f[0].text), f[1:]
 	switch cmd {
 	case "help", "?":
 		return consoleHelp, false, nil
@@ -145,26 +152,35 @@ func execCommand(srv Server, line string) (reply string, stop bool, err error) {
 		return reply, false, nil
 	case "kick":
 		if len(args) == 0 {
-			return "", false, errors.New("usage: kick <player> [reason]")
+			return "", false, errors.New(kickUsage)
 		}
-		n, err := srv.Kick(args[0], rest(1))
+		if err := unquotedName(srv, "kick", args); err != nil {
+			return "", false, err
+		}
+		who := args[0].text
+		n, err := srv.Kick(who, joinTexts(args[1:]))
 		if err != nil {
 			return "", false, err
 		}
-		return fmt.Sprintf("kicked %d player(s) named %s", n, args[0]), false, nil
+		return fmt.Sprintf("kicked %d player(s) named %s", n, who), false, nil
 	case "ban":
 		if len(args) == 0 {
-			return "", false, errors.New("usage: ban <player|xuid|ip|cidr> [for] [reason]")
+			return "", false, errors.New(banUsage)
 		}
-		b := banTarget(args[0])
-		i := 1
+		if err := unquotedName(srv, "ban", args); err != nil {
+			return "", false, err
+		}
+		b := banTarget(args[0].text)
 		if len(args) > 1 {
-			if d, ok := parseBanDuration(args[1]); ok {
-				b.Expires = time.Now().Add(d).UTC().Truncate(time.Second)
-				i = 2
+			d, err := parseBanLength(args[1].text)
+			if err != nil {
+				return "", false, fmt.Errorf("%w; %s", err, banUsage)
 			}
+			if d > 0 {
+				b.Expires = time.Now().Add(d).UTC().Truncate(time.Second)
+			}
+			b.Reason = joinTexts(args[2:])
 		}
-		b.Reason = rest(i)
 		if err := srv.Ban(b); err != nil {
 			return "", false, err
 		}
@@ -172,19 +188,20 @@ func execCommand(srv Server, line string) (reply string, stop bool, err error) {
 		if !b.Expires.IsZero() {
 			until = "until " + b.Expires.Format(time.RFC3339)
 		}
-		return fmt.Sprintf("banned %s %s", args[0], until), false, nil
+		return fmt.Sprintf("banned %s %s", args[0].text, until), false, nil
 	case "unban", "pardon":
-		if len(args) != 1 {
-			return "", false, errors.New("usage: unban <player|xuid|ip|cidr>")
+		who, ok := onlyName(args)
+		if !ok {
+			return "", false, errors.New(unbanUsage)
 		}
-		n, err := srv.Unban(args[0])
+		n, err := srv.Unban(who)
 		if err != nil {
 			return "", false, err
 		}
 		if n == 0 {
-			return "", false, fmt.Errorf("no ban names %s", args[0])
+			return "", false, fmt.Errorf("no ban names %s", who)
 		}
-		return fmt.Sprintf("lifted %d ban(s) of %s", n, args[0]), false, nil
+		return fmt.Sprintf("lifted %d ban(s) of %s", n, who), false, nil
 	case "allowlist", "whitelist":
 		return allowlistCommand(srv, args)
 	case "reload":
@@ -199,14 +216,17 @@ func execCommand(srv Server, line string) (reply string, stop bool, err error) {
 }
 
 // allowlistCommand runs allowlist on|off|add|remove|list.
-func allowlistCommand(srv Server, args []string) (string, bool, error) {
-	usage := errors.New("usage: allowlist on|off|list|add <player|xuid>|remove <player|xuid>")
+func allowlistCommand(srv Server, args []field) (string, bool, error) {
+	usage := errors.New(allowlistUsage)
 	if len(args) == 0 {
 		return "", false, usage
 	}
-	switch strings.ToLower(args[0]) {
+	switch strings.ToLower(args[0].text) {
 	case "on", "off":
-		srv.SetAllowlist(strings.EqualFold(args[0], "on"))
+		if len(args) != 1 {
+			return "", false, usage
+		}
+		srv.SetAllowlist(strings.EqualFold(args[0].text, "on"))
 		return "", false, nil // SetAllowlist logs it
 	case "list":
 		on, l := srv.Allowlist()
@@ -219,27 +239,115 @@ func allowlistCommand(srv Server, args []string) (string, bool, error) {
 		}
 		return fmt.Sprintf("allowlist %s, %d entries: %s", onOff(on), len(l), strings.Join(names, ", ")), false, nil
 	case "add":
-		if len(args) != 2 {
+		who, ok := onlyName(args[1:])
+		if !ok {
 			return "", false, usage
 		}
-		if err := srv.AllowlistAdd(args[1]); err != nil {
+		if err := srv.AllowlistAdd(who); err != nil {
 			return "", false, err
 		}
-		return "added " + args[1] + " to the allowlist", false, nil
+		return "added " + who + " to the allowlist", false, nil
 	case "remove":
-		if len(args) != 2 {
+		who, ok := onlyName(args[1:])
+		if !ok {
 			return "", false, usage
 		}
-		removed, err := srv.AllowlistRemove(args[1])
+		removed, err := srv.AllowlistRemove(who)
 		if err != nil {
 			return "", false, err
 		}
 		if !removed {
-			return "", false, fmt.Errorf("%s is not on the allowlist", args[1])
+			return "", false, fmt.Errorf("%s is not on the allowlist", who)
 		}
-		return "removed " + args[1] + " from the allowlist", false, nil
+		return "removed " + who + " from the allowlist", false, nil
 	}
 	return "", false, usage
+}
+
+// field is one word of a console line, or one quoted string.
+type field struct {
+	text   string
+	quoted bool
+}
+
+// splitLine splits a console line into words at spaces and tabs. A word
+// in double or single quotes may hold spaces (gamertags do); the quotes
+// are not part of it. A quote left open is an error, not a guess at where
+// the name ends.
+func splitLine(line string) ([]field, error) {
+	var f []field
+	for {
+		line = strings.TrimLeft(line, " \t")
+		if line == "" {
+			break
+		}
+		if q := line[0]; q == '"' || q == '\'' {
+			end := strings.IndexByte(line[1:], q)
+			if end < 0 {
+				return nil, fmt.Errorf("no closing %c in %s", q, line)
+			}
+			f = append(f, field{text: line[1 : 1+end], quoted: true})
+			line = line[2+end:]
+			continue
+		}
+		end := strings.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		f = append(f, field{text: line[:end]})
+		line = line[end:]
+	}
+	if len(f) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return f, nil
+}
+
+// joinTexts joins the words of f with single spaces: a reason.
+func joinTexts(f []field) string {
+	s := make([]string, len(f))
+	for i, w := range f {
+		s[i] = w.text
+	}
+	return strings.Join(s, " ")
+}
+
+// onlyName returns the one name a command takes as its last argument: a
+// quoted one, or the unquoted words left, joined by single spaces (no
+// other argument follows, so they can only be one name).
+func onlyName(args []field) (string, bool) {
+	if len(args) == 0 || len(args) > 1 && slices.ContainsFunc(args, func(w field) bool { return w.quoted }) {
+		return "", false
+	}
+	name := joinTexts(args)
+	return name, name != ""
+}
+
+// unquotedName refuses a kick or ban whose unquoted first words are the
+// name of a player online with spaces in it ("kick Major Nelson" with
+// "Major Nelson" online): the command would otherwise act on "Major" with
+// the reason "Nelson". The operator quotes the name, or the first word
+// alone, to say which they meant.
+func unquotedName(srv Server, cmd string, args []field) error {
+	if args[0].quoted || len(args) < 2 {
+		return nil
+	}
+	for _, id := range srv.Players() {
+		n := id.DisplayName
+		if !strings.Contains(n, " ") {
+			continue
+		}
+		for k := 2; k <= len(args); k++ {
+			if slices.ContainsFunc(args[:k], func(w field) bool { return w.quoted }) {
+				break
+			}
+			if strings.EqualFold(joinTexts(args[:k]), n) {
+				return fmt.Errorf("%q is online: quote a name with spaces, as in %s \"%s\" (or %s \"%s\" for the other)",
+					n, cmd, n, cmd, args[0].text)
+			}
+		}
+	}
+	return nil
 }
 
 // banTarget returns the ban of target: an IP or CIDR prefix, an XUID if
@@ -254,19 +362,40 @@ func banTarget(target string) access.Ban {
 	return access.Ban{Name: target}
 }
 
-// parseBanDuration parses a ban's length: a Go duration ("30m", "12h") or
-// a number of days ("7d"), positive.
-func parseBanDuration(s string) (time.Duration, bool) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n <= 0 || n > 100*365 {
-			return 0, false
+// maxBanLength is the longest ban length the console takes; longer is
+// forever.
+const maxBanLength = 100 * 365 * 24 * time.Hour
+
+// banUnits are the units a ban length may be given in besides Go's own
+// ("1h30m"): a number and one of these, such as "7d", "7days" or "2w".
+var banUnits = map[string]time.Duration{
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+	"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
+}
+
+// parseBanLength parses a ban's length: "forever" (0), a Go duration
+// ("30m", "1h30m") or a whole number of minutes, hours, days or weeks
+// ("12h", "7d", "7days", "2w"), positive and at most maxBanLength.
+// Anything else is an error: a word meant as the reason is not taken for a
+// permanent ban.
+func parseBanLength(s string) (time.Duration, error) {
+	if strings.EqualFold(s, "forever") {
+		return 0, nil
+	}
+	bad := fmt.Errorf("%q is not a ban length: give one such as 30m, 12h, 7d or 2w, or forever, before the reason", s)
+	digits := strings.TrimLeft(s, "0123456789")
+	if unit, ok := banUnits[strings.ToLower(digits)]; ok && len(digits) < len(s) {
+		n, err := strconv.Atoi(s[:len(s)-len(digits)])
+		if err != nil || n <= 0 || time.Duration(n) > maxBanLength/unit {
+			return 0, bad
 		}
-		return time.Duration(n) * 24 * time.Hour, true
+		return time.Duration(n) * unit, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, false
+	if err != nil || d <= 0 || d > maxBanLength {
+		return 0, bad
 	}
-	return d, true
+	return d, nil
 }
