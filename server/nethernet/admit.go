@@ -146,6 +146,7 @@ type admission struct {
 }
 
 func newAdmission(c admitConfig, stats *counters) *admission {
+	c.maxTrackedAddrs = cmpOr(c.maxTrackedAddrs, maxTrackedIPs)
 	a := &admission{
 		conf:     c,
 		stats:    stats,

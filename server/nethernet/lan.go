@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,10 +142,7 @@ func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
 			s.refused.Add(1)
 			return
 		}
-		data, err := s.serverData().MarshalBinary()
-		if err != nil {
-			return
-		}
+		data := s.advertisement().Append(nil)
 		if _, err := s.conn.WriteTo(discovery.Marshal(&discovery.ResponsePacket{ApplicationData: data}, s.id), from); err == nil {
 			s.replies.Add(1)
 		}
@@ -246,30 +242,27 @@ func (s *lanSignaling) remember(sender uint64, from net.Addr, now time.Time) {
 	s.peers[sender] = lanPeer{addr: from, seen: now}
 }
 
-// serverData is what a discovery reply says: the live status.
-func (s *lanSignaling) serverData() *discovery.ServerData {
+// advertisement is what a discovery reply says: the live status, in the
+// layout 1.26.6x clients read (version 7). A discovery request does not
+// say which layout its client reads, so there is one answer.
+func (s *lanSignaling) advertisement() *Advertisement {
 	var st Status
 	if s.status != nil {
 		st = s.status()
 	}
-	gt := discovery.GameTypeSurvival
-	switch strings.ToLower(st.GameType) {
-	case "creative":
-		gt = discovery.GameTypeCreative
-	case "adventure":
-		gt = discovery.GameTypeAdventure
-	}
-	return &discovery.ServerData{
-		ServerName:            st.Name,
+	return &Advertisement{
+		Version:               AdvertVersion7,
+		MOTD:                  st.Name,
+		Protocol:              int32(st.Protocol),
+		GameVersion:           st.Version,
 		LevelName:             st.Level,
-		GameType:              gt,
 		PlayerCount:           int32(st.Players),
-		MaxPlayerCount:        int32(st.MaxPlayers),
+		MaxPlayers:            int32(st.MaxPlayers),
+		GameMode:              GameModeID(st.GameType),
 		AcceptsOnlineAuth:     true,
 		AcceptsSelfSignedAuth: !s.online,
 		Nonce:                 s.nonce,
-		TransportLayer:        discovery.TransportLayerNetherNet,
-		ConnectionType:        4, // LAN signalling
+		ConnectionType:        ConnectionTypeLANSignaling,
 	}
 }
 

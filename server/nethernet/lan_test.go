@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestLANDiscoveryAndJoin(t *testing.T) {
 		NetworkID:      guid,
 		AllowAnonymous: true,
 		Status: func() Status {
-			return Status{Name: "Basalt", Level: "L", Players: 2, MaxPlayers: 20, GameType: "Creative"}
+			return Status{Name: "Basalt", Protocol: 2225, Version: "1.26.60", Level: "L", Players: 2, MaxPlayers: 20, GameType: "Creative"}
 		},
 	})
 	if l.LANAddr() == nil {
@@ -55,13 +56,14 @@ func TestLANDiscoveryAndJoin(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		data = c.Responses()[guid]
 	}
-	var sd discovery.ServerData
-	if err := sd.UnmarshalBinary(data); err != nil {
+	var ad Advertisement
+	if err := ad.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
-	if sd.ServerName != "Basalt" || sd.LevelName != "L" || sd.PlayerCount != 2 || sd.MaxPlayerCount != 20 ||
-		sd.GameType != discovery.GameTypeCreative || sd.TransportLayer != discovery.TransportLayerNetherNet {
-		t.Errorf("server data %+v", sd)
+	if ad.Version != AdvertVersion7 || ad.MOTD != "Basalt" || ad.LevelName != "L" || ad.PlayerCount != 2 ||
+		ad.MaxPlayers != 20 || ad.GameMode != 1 || ad.Protocol != 2225 || ad.GameVersion != "1.26.60" ||
+		ad.ConnectionType != ConnectionTypeLANSignaling || ad.AcceptsSelfSignedAuth != true {
+		t.Errorf("advertisement %+v", ad)
 	}
 
 	// Join from the list: signals over the discovery socket.
@@ -140,5 +142,64 @@ func TestLANPeersBounded(t *testing.T) {
 	}
 	if _, ok := s.peers[0]; ok {
 		t.Error("the oldest peer was kept")
+	}
+}
+
+// recordNotifier records the signals handed to it.
+type recordNotifier struct {
+	mu   sync.Mutex
+	sigs []*gonn.Signal
+}
+
+func (n *recordNotifier) NotifySignal(s *gonn.Signal) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sigs = append(n.sigs, s)
+	return true
+}
+
+// LAN signals are heard from LAN addresses only; a LAN offer takes the
+// one admission path, and a candidate that comes before its offer is
+// handed on after it, in order; a candidate of no admitted negotiation
+// goes nowhere.
+func TestLANSignalsAdmitted(t *testing.T) {
+	s := testLAN(t)
+	n := &recordNotifier{}
+	s.notifier = n
+	offer := offerSDP(t)
+	msg := func(typ string, id uint64, data string) []byte {
+		sig := &gonn.Signal{Type: typ, ConnectionID: id, Data: data}
+		return discovery.Marshal(&discovery.MessagePacket{RecipientID: 7, Data: sig.String()}, 99)
+	}
+	now := time.Now()
+	public := &net.UDPAddr{IP: net.IPv4(203, 0, 113, 5), Port: 7551}
+	s.handle(msg(gonn.SignalTypeOffer, 1, offer), public, now)
+	s.handle(discovery.Marshal(&discovery.RequestPacket{}, 99), public, now)
+	if got := s.l.stats.notLAN.Load(); got != 2 {
+		t.Errorf("not_lan = %d, want 2", got)
+	}
+	lan := &net.UDPAddr{IP: net.IPv4(192, 168, 1, 20), Port: 7551}
+	s.handle(msg(gonn.SignalTypeCandidate, 5, "candidate:1 1 udp 1 192.168.1.20 5000 typ host"), lan, now)
+	s.l.adm.mu.Lock()
+	turns := s.l.adm.conf.answering
+	s.l.adm.mu.Unlock()
+	for range turns { // hold every answering turn: the offer must wait
+		s.l.adm.turns <- struct{}{}
+	}
+	s.handle(msg(gonn.SignalTypeOffer, 2, offer), lan, now)
+	s.handle(msg(gonn.SignalTypeCandidate, 2, "candidate:1 1 udp 1 192.168.1.20 5000 typ host"), lan, now)
+	if _, _, held := s.l.adm.heldBy(lan.AddrPort().Addr()); held != 1 {
+		t.Fatalf("%d negotiations held, want the offer's", held)
+	}
+	<-s.l.adm.turns
+	s.offers.Wait()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.sigs) != 2 || n.sigs[0].Type != gonn.SignalTypeOffer || n.sigs[1].Type != gonn.SignalTypeCandidate ||
+		n.sigs[0].ConnectionID != 2 {
+		t.Errorf("handed on %v, want the offer of 2, then its candidate", n.sigs)
+	}
+	if s.l.stats.offers.Load() != 1 {
+		t.Errorf("offers = %d, want 1 (the public one never counted)", s.l.stats.offers.Load())
 	}
 }
