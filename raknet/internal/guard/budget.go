@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 )
@@ -145,21 +146,11 @@ type Budget struct {
 // MinShare or a cap is negative or above Total (a floor may use the
 // headroom, so it only has to fit in Total).
 func NewBudget(cfg BudgetConfig) *Budget {
-	if cfg.Total == 0 {
-		cfg.Total = DefaultBudgetTotal
-	}
-	if cfg.Headroom == 0 {
-		cfg.Headroom = cfg.Total / 8
-	}
-	if cfg.MinShare == 0 {
-		cfg.MinShare = DefaultMinShare
-	}
-	if cfg.HandshakeCap == 0 {
-		cfg.HandshakeCap = DefaultHandshakeCap
-	}
-	if cfg.PreLoginCap == 0 {
-		cfg.PreLoginCap = DefaultPreLoginCap
-	}
+	cfg.Total = cmp.Or(cfg.Total, DefaultBudgetTotal)
+	cfg.Headroom = cmp.Or(cfg.Headroom, cfg.Total/8)
+	cfg.MinShare = cmp.Or(cfg.MinShare, DefaultMinShare)
+	cfg.HandshakeCap = cmp.Or(cfg.HandshakeCap, DefaultHandshakeCap)
+	cfg.PreLoginCap = cmp.Or(cfg.PreLoginCap, DefaultPreLoginCap)
 	switch {
 	case cfg.Total < 0 || cfg.Total > maxBudgetTotal:
 		panic(fmt.Sprintf("guard: budget total %d outside [1, %d]", cfg.Total, int64(maxBudgetTotal)))

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -158,24 +159,12 @@ type prefixWay struct {
 // a rate or burst NewBucket refuses, a negative Slots or Hold, or prefix
 // lengths out of range.
 func NewPrefixLimiter(cfg PrefixConfig) *PrefixLimiter {
-	if cfg.Rate == 0 {
-		cfg.Rate = DefaultPrefixRate
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultPrefixBurst
-	}
-	if cfg.Slots == 0 {
-		cfg.Slots = DefaultPrefixSlots
-	}
-	if cfg.Hold == 0 {
-		cfg.Hold = DefaultPrefixHold
-	}
-	if cfg.IPv4Bits == 0 {
-		cfg.IPv4Bits = DefaultIPv4PrefixBits
-	}
-	if cfg.IPv6Bits == 0 {
-		cfg.IPv6Bits = DefaultIPv6PrefixBits
-	}
+	cfg.Rate = cmp.Or(cfg.Rate, DefaultPrefixRate)
+	cfg.Burst = cmp.Or(cfg.Burst, DefaultPrefixBurst)
+	cfg.Slots = cmp.Or(cfg.Slots, DefaultPrefixSlots)
+	cfg.Hold = cmp.Or(cfg.Hold, DefaultPrefixHold)
+	cfg.IPv4Bits = cmp.Or(cfg.IPv4Bits, DefaultIPv4PrefixBits)
+	cfg.IPv6Bits = cmp.Or(cfg.IPv6Bits, DefaultIPv6PrefixBits)
 	switch {
 	case cfg.Slots < 0 || cfg.Slots > 1<<30:
 		panic(fmt.Sprintf("guard: prefix slots %d outside [1, 2^30]", cfg.Slots))
