@@ -14,25 +14,24 @@ import (
 )
 
 // Reliability selects how a message is delivered. Game traffic uses
-// ReliableOrdered, which Write uses.
-type Reliability uint8
+// ReliableOrdered, which Write uses. It is the type the frame codec
+// carries (as quic-go's StreamID is its protocol package's), so that the
+// enum and its String are written once.
+type Reliability = wire.Reliability
 
 // The RakNet reliabilities. The WithAckReceipt variants travel as their
 // plain counterparts; written with Conn.WriteReceipt, the connection's
 // receipt function learns whether each arrived.
 const (
-	Unreliable Reliability = iota
-	UnreliableSequenced
-	Reliable
-	ReliableOrdered
-	ReliableSequenced
-	UnreliableWithAckReceipt
-	ReliableWithAckReceipt
-	ReliableOrderedWithAckReceipt
+	Unreliable                    = wire.Unreliable
+	UnreliableSequenced           = wire.UnreliableSequenced
+	Reliable                      = wire.Reliable
+	ReliableOrdered               = wire.ReliableOrdered
+	ReliableSequenced             = wire.ReliableSequenced
+	UnreliableWithAckReceipt      = wire.UnreliableWithAckReceipt
+	ReliableWithAckReceipt        = wire.ReliableWithAckReceipt
+	ReliableOrderedWithAckReceipt = wire.ReliableOrderedWithAckReceipt
 )
-
-// String returns the RakNet name of r.
-func (r Reliability) String() string { return wire.Reliability(r).String() }
 
 // Connection defaults.
 const (

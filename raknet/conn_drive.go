@@ -268,7 +268,7 @@ func (c *Conn) take(msg []byte, owned bool, now time.Time) bool {
 
 // sendControl queues a control message; Send copies it.
 func (c *Conn) sendControl(now time.Time, r ctlReply) {
-	if _, err := c.layer.Send(now, r.b, r.rel, 0); err != nil && c.errLog < 3 {
+	if _, err := c.layer.Send(r.b, r.rel, 0); err != nil && c.errLog < 3 {
 		// Only a full send buffer refuses one; the peer is not reading.
 		c.errLog++
 		c.cfg.log.Debug().Err(err).Msg("queue control message")

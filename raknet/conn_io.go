@@ -9,7 +9,6 @@ import (
 
 	"github.com/basaltmc/basalt/raknet/internal/guard"
 	"github.com/basaltmc/basalt/raknet/internal/reliability"
-	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
 // deadline returns how long is left until the deadline in p, 0 without
@@ -250,7 +249,7 @@ func (c *Conn) write(b []byte, r Reliability, channel uint8) (uint32, error) {
 			return 0, c.opErr("write", err)
 		}
 		now := time.Now()
-		id, err := c.layer.Send(now, b, wire.Reliability(r), channel)
+		id, err := c.layer.Send(b, r, channel)
 		if err == nil {
 			c.end(now)
 			return id, nil

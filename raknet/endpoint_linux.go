@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -56,8 +55,6 @@ type batchIO struct {
 	q        [2]writeQueue
 	active   int
 	flushing bool
-	// writeErrs counts queued datagrams the kernel refused.
-	writeErrs atomic.Uint64
 }
 
 // writeQueue is a batch of datagrams to send with sendmmsg.
@@ -313,7 +310,6 @@ func (q *writeQueue) send(fd uintptr) bool {
 		case errno != 0 || n == 0:
 			// sendmmsg reports an error only for the first datagram
 			// it could not send: skip that one.
-			q.b.writeErrs.Add(1)
 			q.sent++
 		default:
 			q.sent += int(n)

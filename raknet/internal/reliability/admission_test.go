@@ -23,11 +23,11 @@ func TestRefusedDatagramsArePulled(t *testing.T) {
 	// refused.
 	n := uint32(0)
 	for i := uint32(1); i <= 4; i++ {
-		mustHandle(t, b.Layer, t0, dataDatagram(n, frame(i, i)))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, frame(i, i)))
 		n++
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(4, frame(5, 5)), errOrderQueueFull)
-	handleRefused(t, b.Layer, t0, dataDatagram(5, frame(6, 6)), errOrderQueueFull)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(4, frame(5, 5)), errOrderQueueFull)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(5, frame(6, 6)), errOrderQueueFull)
 	if len(b.adm.pulls) != 2 {
 		t.Fatalf("refusals remembered: got %d, want 2", len(b.adm.pulls))
 	}
@@ -39,7 +39,7 @@ func TestRefusedDatagramsArePulled(t *testing.T) {
 		}
 	}
 	// Message 0 drains the queue: both refused datagrams are NACKed.
-	mustHandle(t, b.Layer, now, dataDatagram(6, frame(0, 0)))
+	mustHandle(t, b.sinkLayer, now, dataDatagram(6, frame(0, 0)))
 	if len(b.got) != 5 {
 		t.Fatalf("delivered: got %d, want 5", len(b.got))
 	}
@@ -68,12 +68,12 @@ func TestRefusalForTheNextMessageIsPulledAtOnce(t *testing.T) {
 	frame := func(rel, order uint32) wire.Frame {
 		return wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(order), Payload: make([]byte, size)}
 	}
-	mustHandle(t, b.Layer, t0, dataDatagram(0, frame(2, 2)))
-	mustHandle(t, b.Layer, t0, dataDatagram(1, frame(3, 3)))
-	handleRefused(t, b.Layer, t0, dataDatagram(2, frame(1, 1)), errOrderQueueFull)
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, frame(2, 2)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(1, frame(3, 3)))
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(2, frame(1, 1)), errOrderQueueFull)
 	// Message 0 arrives: the queue is still full (2 and 3 wait for 1), but
 	// the channel now waits for 1, so its refused datagram is NACKed.
-	mustHandle(t, b.Layer, t0, dataDatagram(3, frame(0, 0)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(3, frame(0, 0)))
 	now := t0.Add(pullInterval)
 	var named []wire.AckRange
 	for d := b.AppendDatagram(nil, now); d != nil; d = b.AppendDatagram(nil, now) {
@@ -119,15 +119,15 @@ func TestRefusalsBounded(t *testing.T) {
 func TestPullHeldRefusals(t *testing.T) {
 	b := newHeldPeer(t, Config{MaxHeldMessages: 2})
 	for i := range uint32(2) {
-		mustHandle(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})))
 	}
 	for i := uint32(2); i < 6; i++ {
-		handleRefused(t, b.Layer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})), ErrHeldFull)
+		handleRefused(t, b.sinkLayer, t0, dataDatagram(i, reliableFrame(i, []byte{byte(i)})), ErrHeldFull)
 	}
 	if b.adm.timed != 0 || b.waiting() {
 		t.Errorf("held refusals: got %d timed, waiting %v, want 0, false", b.adm.timed, b.waiting())
 	}
-	drain(b.Layer, t0.Add(DefaultAckDelay))
+	drain(b.sinkLayer, t0.Add(DefaultAckDelay))
 	if got := b.NextDeadline(t0.Add(DefaultAckDelay)); !got.IsZero() {
 		t.Fatalf("with the reader stalled: NextDeadline got %v, want zero", got.Sub(t0))
 	}

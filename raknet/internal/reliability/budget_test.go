@@ -15,7 +15,7 @@ import (
 // budgetPeer is a receiving Layer charged to a fakeBudget, whose Deliver
 // keeps every message for a reader until take.
 type budgetPeer struct {
-	*Layer
+	*sinkLayer
 	b    *fakeBudget
 	kept [][]byte
 }
@@ -25,7 +25,7 @@ func newBudgetPeer(t *testing.T, limit int, cfg Config) *budgetPeer {
 	p := &budgetPeer{b: &fakeBudget{t: t, limit: limit}}
 	cfg.MaxDatagram = testMaxDatagram
 	cfg.Budget = p.b
-	p.Layer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
+	p.sinkLayer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
 		p.kept = append(p.kept, append([]byte(nil), m...))
 		return true
 	})
@@ -71,8 +71,8 @@ func TestBudgetRefusalIsBackpressure(t *testing.T) {
 				size = 5000
 			}
 			m := msg(0, size)
-			mustSend(t, a.Layer, t0, m, wire.ReliableOrdered, 0)
-			ds := drain(a.Layer, t0)
+			mustSend(t, a.sinkLayer, t0, m, wire.ReliableOrdered, 0)
+			ds := drain(a.sinkLayer, t0)
 			now := t0.Add(ms(10))
 			for i, d := range ds {
 				err := b.handleT(now, d)
@@ -80,7 +80,7 @@ func TestBudgetRefusalIsBackpressure(t *testing.T) {
 					t.Fatalf("datagram %d: got error %v, want %v", i, err, ErrBudget)
 				}
 				n, _ := decodeData(t, d)
-				if acked(b.Layer, uint32(n)) {
+				if acked(b.sinkLayer, uint32(n)) {
 					t.Errorf("refused datagram %d: got acked, want not", n)
 				}
 			}
@@ -95,35 +95,35 @@ func TestBudgetRefusalIsBackpressure(t *testing.T) {
 					t.Fatalf("next try: got %v (NextDeadline %v), want in %v", b.adm.at.Sub(now), d.Sub(now), wait)
 				}
 				now = now.Add(wait)
-				if out := drain(b.Layer, now); nacked(t, out, first) {
+				if out := drain(b.sinkLayer, now); nacked(t, out, first) {
 					t.Fatal("pulled a refusal while the budget had no room")
 				}
 			}
 			// Another connection frees room: the next try pulls.
 			b.b.limit = 1 << 20
 			now = b.adm.at
-			out := drain(b.Layer, now)
+			out := drain(b.sinkLayer, now)
 			for _, d := range ds {
 				if n, _ := decodeData(t, d); !nacked(t, out, n) {
 					t.Fatalf("after the budget freed: datagram %d not pulled", n)
 				}
 			}
 			for _, d := range out {
-				mustHandle(t, a.Layer, now.Add(ms(10)), d)
+				mustHandle(t, a.sinkLayer, now.Add(ms(10)), d)
 			}
 			now = now.Add(ms(10))
-			for _, d := range drain(a.Layer, now) {
-				mustHandle(t, b.Layer, now.Add(ms(10)), d)
+			for _, d := range drain(a.sinkLayer, now) {
+				mustHandle(t, b.sinkLayer, now.Add(ms(10)), d)
 			}
 			if len(b.kept) != 1 || checkMsg(t, b.kept[0]) != 0 || len(b.kept[0]) != size {
 				t.Fatalf("delivered %d messages, want message 0 of %d bytes", len(b.kept), size)
 			}
-			checkCharge(t, b.Layer, b.b)
+			checkCharge(t, b.sinkLayer, b.b)
 			if b.b.held != size {
 				t.Errorf("budget while the reader holds it: got %d held, want %d", b.b.held, size)
 			}
 			b.take(now.Add(ms(10)))
-			checkCharge(t, b.Layer, b.b)
+			checkCharge(t, b.sinkLayer, b.b)
 			if b.b.held != 0 {
 				t.Errorf("budget once the reader took it: got %d held, want 0", b.b.held)
 			}
@@ -149,7 +149,7 @@ func TestBudgetKeepsRoomForHead(t *testing.T) {
 		case !errors.Is(err, ErrBudget):
 			t.Fatalf("message %d: got error %v, want nil or %v", i, err, ErrBudget)
 		}
-		checkCharge(t, b.Layer, b.b)
+		checkCharge(t, b.sinkLayer, b.b)
 	}
 	// Those queued took at most three quarters of the budget.
 	if queued == 0 || queued == 30 || b.b.held > limit*3/4 {
@@ -159,13 +159,13 @@ func TestBudgetKeepsRoomForHead(t *testing.T) {
 		t.Errorf("BudgetRefused: got %v, want %v", st.BudgetRefused, 30-queued)
 	}
 	// The one they wait for gets in, and delivers them all.
-	mustHandle(t, b.Layer, t0, ord(0))
+	mustHandle(t, b.sinkLayer, t0, ord(0))
 	if len(b.kept) != queued+1 {
 		t.Fatalf("delivered %d messages, want %d", len(b.kept), queued+1)
 	}
-	checkCharge(t, b.Layer, b.b)
+	checkCharge(t, b.sinkLayer, b.b)
 	b.take(t0)
-	checkCharge(t, b.Layer, b.b)
+	checkCharge(t, b.sinkLayer, b.b)
 	if b.b.held != 0 {
 		t.Errorf("after the reader took them: %d bytes held by the budget, want 0", b.b.held)
 	}
@@ -176,15 +176,15 @@ func TestBudgetKeepsRoomForHead(t *testing.T) {
 func TestBudgetSplitCommitted(t *testing.T) {
 	b := newBudgetPeer(t, 1<<20, Config{})
 	part := make([]byte, 1000)
-	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 4, 0, part)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, splitFrame(0, 1, 4, 0, part)))
 	want := 4 * (1000 + partOverhead)
 	if b.b.held != want {
 		t.Fatalf("after the first fragment: %d bytes held by the budget, want the estimate %d", b.b.held, want)
 	}
 	b.b.limit = b.b.held // another connection took the rest
 	for i := uint32(1); i < 4; i++ {
-		mustHandle(t, b.Layer, t0, dataDatagram(i, splitFrame(i, 1, 4, i, part)))
-		checkCharge(t, b.Layer, b.b)
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(i, splitFrame(i, 1, 4, i, part)))
+		checkCharge(t, b.sinkLayer, b.b)
 	}
 	if len(b.kept) != 1 || len(b.kept[0]) != 4000 || b.b.held != 4000 {
 		t.Fatalf("got %d messages delivered, %d bytes held by the budget, want one of 4000, 4000", len(b.kept), b.b.held)
@@ -199,10 +199,10 @@ func TestBudgetClose(t *testing.T) {
 	ord := func(n, i uint32, size int) []byte {
 		return dataDatagram(n, wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(n), OrderIndex: wire.Uint24(i), Payload: msg(int(i), size)})
 	}
-	mustHandle(t, b.Layer, t0, ord(0, 0, 300))                                             // kept by the reader
-	mustHandle(t, b.Layer, t0, ord(1, 2, 400))                                             // waits for order 1
-	mustHandle(t, b.Layer, t0, dataDatagram(2, splitFrame(2, 9, 3, 0, make([]byte, 500)))) // in reassembly
-	checkCharge(t, b.Layer, b.b)
+	mustHandle(t, b.sinkLayer, t0, ord(0, 0, 300))                                             // kept by the reader
+	mustHandle(t, b.sinkLayer, t0, ord(1, 2, 400))                                             // waits for order 1
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(2, splitFrame(2, 9, 3, 0, make([]byte, 500)))) // in reassembly
+	checkCharge(t, b.sinkLayer, b.b)
 	st := b.Stats()
 	if st.Held != 1 || b.rcv.order.bytes == 0 || b.rcv.asm.committed == 0 {
 		t.Fatalf("before Close: got %d held, %d queued bytes, %d in reassembly, want some of each", st.Held, b.rcv.order.bytes, b.rcv.asm.committed)

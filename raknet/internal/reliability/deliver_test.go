@@ -8,21 +8,27 @@ import "time"
 // and one the sink does not keep (it returns false) is given back at once
 // with Release. A layer without a sink gives back everything.
 
-// withSink sets l's sink and returns l.
-func withSink(l *Layer, sink func(msg []byte, owned bool) bool) *Layer {
-	l.sink = sink
-	return l
+// sinkLayer is a Layer with its sink, kept beside the Layer rather than
+// in it so that the type carries nothing for tests.
+type sinkLayer struct {
+	*Layer
+	sink func(msg []byte, owned bool) bool
+}
+
+// withSink returns l with sink.
+func withSink(l *Layer, sink func(msg []byte, owned bool) bool) *sinkLayer {
+	return &sinkLayer{Layer: l, sink: sink}
 }
 
 // handleT is HandleDatagram, then the deliveries to the sink.
-func (l *Layer) handleT(now time.Time, b []byte) error {
+func (l *sinkLayer) handleT(now time.Time, b []byte) error {
 	err := l.HandleDatagram(now, b)
 	l.deliverT()
 	return err
 }
 
 // consumedT is Consumed, then the deliveries to the sink.
-func (l *Layer) consumedT(now time.Time, size int) {
+func (l *sinkLayer) consumedT(now time.Time, size int) {
 	l.Consumed(now, size)
 	l.deliverT()
 }
@@ -42,7 +48,7 @@ func (r *receiver) deliverT(sink func(msg []byte, owned bool) bool) {
 }
 
 // deliverT hands what l delivered to its sink.
-func (l *Layer) deliverT() {
+func (l *sinkLayer) deliverT() {
 	for {
 		msg, owned, ok := l.Next()
 		if !ok {

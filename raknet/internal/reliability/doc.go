@@ -9,7 +9,7 @@
 //		Budget:      account,  // optional: charged for what the peer makes us hold
 //	}, now)
 //	defer l.Close() // gives the budget back
-//	_, _ = l.Send(now, msg, wire.ReliableOrdered, 0)
+//	_, _ = l.Send(msg, wire.ReliableOrdered, 0)
 //	_ = l.HandleDatagram(now, datagram) // may deliver messages
 //	for msg, owned, ok := l.Next(); ok; msg, owned, ok = l.Next() {
 //		if !queue(msg, owned) { // not kept for the reader

@@ -21,7 +21,7 @@ func Example() {
 	send := reliability.New(reliability.Config{MaxDatagram: 1400 - 28}, now)
 	defer send.Close()
 
-	if _, err := send.Send(now, []byte("hello"), wire.ReliableOrdered, 0); err != nil {
+	if _, err := send.Send([]byte("hello"), wire.ReliableOrdered, 0); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/simnet"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -107,8 +108,7 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 	})
 	snd := &floodSender{rng: rng, next: absBase, unacked: map[uint64]floodFrame{}, timeout: timeout}
 
-	var link wireHeap
-	seq := 0
+	var link simnet.Queue[inflight]
 	var burstUntil time.Time // toward the receiver, everything is lost until then
 	put := func(b []byte, to int, at time.Time) {
 		if to == 1 {
@@ -123,8 +123,7 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 		if rng.Float64() < 0.02 {
 			return
 		}
-		seq++
-		link.push(inflight{at: at.Add(delay), seq: seq, to: to, b: b})
+		link.Push(at.Add(delay), inflight{to: to, b: b})
 	}
 	want := make([][]byte, messages)
 	frag := 0
@@ -148,8 +147,8 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 	nextTick := now.Add(300 * time.Millisecond)
 	for len(got) < messages {
 		next := nextTick
-		if len(link) > 0 && link[0].at.Before(next) {
-			next = link[0].at
+		if at := link.Next(); !at.IsZero() && at.Before(next) {
+			next = at
 		}
 		if d := recv.NextDeadline(now); !d.IsZero() && d.Before(next) {
 			next = d
@@ -160,8 +159,7 @@ func TestFloodSenderThroughSmallLimits(t *testing.T) {
 		if now.Sub(start) > 4*timeout {
 			t.Fatalf("after %v: %d of %d messages delivered, %d unacknowledged (stats %+v)", now.Sub(start), len(got), messages, len(snd.unacked), recv.Stats())
 		}
-		for len(link) > 0 && !link[0].at.After(now) {
-			d := link.pop()
+		for d, ok := link.PopDue(now); ok; d, ok = link.PopDue(now) {
 			if d.to == 1 {
 				_ = recv.handleT(now, d.b) // refusals are expected
 				continue

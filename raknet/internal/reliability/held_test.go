@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/simnet"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -50,7 +51,7 @@ func TestHeldBudget(t *testing.T) {
 // heldPeer is a receiving Layer that keeps every message for a reader
 // that takes them when told to.
 type heldPeer struct {
-	*Layer
+	*sinkLayer
 	t      *testing.T
 	cfg    Config
 	queue  [][]byte // kept, not yet consumed
@@ -77,7 +78,7 @@ func newHeldPeer(t *testing.T, cfg Config) *heldPeer {
 	}
 	cfg.fill()
 	p.cfg = cfg
-	p.Layer = withSink(New(cfg, t0), sink)
+	p.sinkLayer = withSink(New(cfg, t0), sink)
 	return p
 }
 
@@ -115,11 +116,11 @@ func TestHeldBoundIsExact(t *testing.T) {
 	recv := newHeldPeer(t, Config{MaxHeldMessages: 8, MaxHeldBytes: 6000})
 	snd := &floodSender{rng: rng, next: absBase, unacked: map[uint64]floodFrame{}, timeout: 2 * time.Second}
 	now := t0
-	var link wireHeap
+	var link simnet.Queue[inflight]
 	seq := 0
 	put := func(b []byte, to int, at time.Time) {
 		seq++
-		link.push(inflight{at: at.Add(time.Millisecond), seq: seq, to: to, b: b})
+		link.Push(at.Add(time.Millisecond), inflight{to: to, b: b})
 	}
 	// Message i is (kind i%5): reliable, ordered on channel 0, ordered on
 	// channel 1 in 3 fragments, reliable in 2 fragments, unreliable.
@@ -182,8 +183,8 @@ func TestHeldBoundIsExact(t *testing.T) {
 		if nextRead.Before(next) {
 			next = nextRead
 		}
-		if len(link) > 0 && link[0].at.Before(next) {
-			next = link[0].at
+		if at := link.Next(); !at.IsZero() && at.Before(next) {
+			next = at
 		}
 		if d := recv.NextDeadline(now); !d.IsZero() && d.Before(next) {
 			next = d
@@ -194,8 +195,7 @@ func TestHeldBoundIsExact(t *testing.T) {
 		if now.Sub(t0) > time.Minute {
 			t.Fatalf("after %v: %d of %d reliable messages delivered (stats %+v)", now.Sub(t0), delivered(), reliable, recv.Stats())
 		}
-		for len(link) > 0 && !link[0].at.After(now) {
-			d := link.pop()
+		for d, ok := link.PopDue(now); ok; d, ok = link.PopDue(now) {
 			if d.to == 1 {
 				_ = recv.handleT(now, d.b)
 				recv.check()
@@ -257,18 +257,18 @@ func TestHeldOversizeMessage(t *testing.T) {
 	big := func(i uint32) wire.Frame {
 		return reliableFrame(i, bytes.Repeat([]byte{byte(i)}, 1200))
 	}
-	mustHandle(t, b.Layer, t0, dataDatagram(0, big(0)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, big(0)))
 	b.check()
 	if len(b.queue) != 1 {
 		t.Fatalf("held after an oversize message: got %d, want 1", len(b.queue))
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(1, big(1)), ErrHeldFull)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(1, big(1)), ErrHeldFull)
 	if len(b.got) != 1 {
 		t.Fatalf("delivered: got %d, want 1", len(b.got))
 	}
 	// A split one larger than the limit waits the same way.
-	mustHandle(t, b.Layer, t0, dataDatagram(2, splitFrame(2, 5, 2, 0, make([]byte, 900))))
-	handleRefused(t, b.Layer, t0, dataDatagram(3, splitFrame(3, 5, 2, 1, make([]byte, 900))), ErrHeldFull)
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(2, splitFrame(2, 5, 2, 0, make([]byte, 900))))
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(3, splitFrame(3, 5, 2, 1, make([]byte, 900))), ErrHeldFull)
 	// Nothing is pulled while the reader holds the room (a probe for
 	// numbers not yet used may go out: the split message waits).
 	now := t0.Add(time.Second)
@@ -289,10 +289,10 @@ func TestHeldOversizeMessage(t *testing.T) {
 	if want := []wire.AckRange{{Start: 1, End: 1}}; !slices.Equal(named, want) {
 		t.Fatalf("NACKed after the read: got %v, want %v", named, want)
 	}
-	mustHandle(t, b.Layer, now, dataDatagram(4, big(1)))
+	mustHandle(t, b.sinkLayer, now, dataDatagram(4, big(1)))
 	b.check()
 	b.consume(now, -1)
-	mustHandle(t, b.Layer, now, dataDatagram(5, splitFrame(3, 5, 2, 1, make([]byte, 900))))
+	mustHandle(t, b.sinkLayer, now, dataDatagram(5, splitFrame(3, 5, 2, 1, make([]byte, 900))))
 	b.check()
 	if len(b.got) != 3 || len(b.got[1]) != 1200 || len(b.got[2]) != 1800 {
 		t.Fatalf("delivered: got %d messages, want 3 (1200, 1200 and 1800 bytes)", len(b.got))
@@ -309,9 +309,9 @@ func TestHeldOrderedWaitForConsumed(t *testing.T) {
 	}
 	// 0, 1 and 2 arrive in order, 3 before 4: 0 and 1 are delivered.
 	for i, order := range []uint32{0, 1, 2, 4, 3} {
-		mustHandle(t, b.Layer, t0, dataDatagram(uint32(i), frame(order)))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(uint32(i), frame(order)))
 		b.check()
-		if !acked(b.Layer, uint32(i)) {
+		if !acked(b.sinkLayer, uint32(i)) {
 			t.Fatalf("datagram %d: got not acknowledged, want acknowledged", i)
 		}
 	}
@@ -345,7 +345,7 @@ func TestHeldOrderedWaitForConsumed(t *testing.T) {
 // TestHeldConsumedDuringDeliver has Deliver consume a message itself: the
 // layer delivers what that made room for once Deliver returns, in order.
 func TestHeldConsumedDuringDeliver(t *testing.T) {
-	var l *Layer
+	var l *sinkLayer
 	var got []byte
 	var kept [][]byte
 	l = withSink(New(Config{MaxDatagram: testMaxDatagram, MaxHeldMessages: 2}, t0), func(m []byte, _ bool) bool {

@@ -34,10 +34,6 @@ type Layer struct {
 	frames []wire.Frame
 
 	stats Stats // counters kept here rather than by a part
-
-	// sink is for tests only: the function test code hands this layer's
-	// deliveries to (see deliver_test.go). The layer never calls it.
-	sink func(msg []byte, owned bool) bool
 }
 
 // New returns a Layer for a connection established at now.
@@ -166,7 +162,7 @@ func (l *Layer) MaxUnsplit(r wire.Reliability) int { return l.q.maxUnsplit(r) }
 // For the WithAckReceipt reliabilities it returns the receipt id that
 // Receipts later reports with the message's fate. A message larger than one frame is split; an
 // unreliable one that must be split is sent reliably, as RakNet does.
-func (l *Layer) Send(now time.Time, p []byte, r wire.Reliability, channel uint8) (uint32, error) {
+func (l *Layer) Send(p []byte, r wire.Reliability, channel uint8) (uint32, error) {
 	return l.q.push(p, r, channel)
 }
 

@@ -65,7 +65,7 @@ func (b *fakeBudget) Release(n int) {
 
 // checkCharge checks that what the layer reserved from b is what it
 // holds.
-func checkCharge(t testing.TB, l *Layer, b *fakeBudget) {
+func checkCharge(t testing.TB, l *sinkLayer, b *fakeBudget) {
 	t.Helper()
 	if h := l.rcv.holds(); b.held != h || l.charge.reserved != h || b.reserved-b.released != h {
 		t.Fatalf("budget: %d held (%d reserved - %d released), layer reserved %d, want what it holds, %d", b.held, b.reserved, b.released, l.charge.reserved, h)
@@ -173,7 +173,7 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 	var got [][]byte
 	var held []int // sizes of the messages kept
 	cfg := fuzzConfig
-	var l *Layer
+	var l *sinkLayer
 	// The messages delivered as owned, and a copy of each: the layer must
 	// never write to them again, nor hand over the datagram's bytes.
 	var owned [][2][]byte
@@ -208,7 +208,7 @@ func runReceiver(t *testing.T, in []byte, budget int) ([][]byte, Stats) {
 		if i == 3 {
 			size = 2000 // split
 		}
-		if _, err := l.Send(now, make([]byte, size), r, uint8(i)); err != nil {
+		if _, err := l.Send(make([]byte, size), r, uint8(i)); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
 	}
@@ -323,7 +323,7 @@ func checkOutgoing(t *testing.T, d []byte, maxDatagram int) {
 }
 
 // checkBounds checks every cap of a Layer's state.
-func checkBounds(t *testing.T, l *Layer) {
+func checkBounds(t *testing.T, l *sinkLayer) {
 	t.Helper()
 	c := &l.cfg
 	if len(l.rcv.asm.list) > c.MaxConcurrentSplits || l.rcv.asm.bytes > c.MaxSplitBytes || l.rcv.asm.bytes < 0 {

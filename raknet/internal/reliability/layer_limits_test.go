@@ -22,7 +22,7 @@ func splitFrame(rel uint32, id uint16, count, index uint32, p []byte) wire.Frame
 
 // acked reports whether datagram number n (relative to InitialRecv 0) is
 // pending acknowledgement.
-func acked(l *Layer, n uint32) bool {
+func acked(l *sinkLayer, n uint32) bool {
 	abs := absBase + uint64(n)
 	for _, v := range l.recv.acks.iv {
 		if v.lo <= abs && abs <= v.hi {
@@ -33,7 +33,7 @@ func acked(l *Layer, n uint32) bool {
 }
 
 // handleRefused feeds d and checks it is refused with want and not acked.
-func handleRefused(t *testing.T, l *Layer, now time.Time, d []byte, want error) {
+func handleRefused(t *testing.T, l *sinkLayer, now time.Time, d []byte, want error) {
 	t.Helper()
 	var h wire.DatagramHeader
 	_, _ = h.Decode(d)
@@ -70,9 +70,9 @@ func TestHostileSplitCount(t *testing.T) {
 			b := newTestPeer(t, Config{MaxSplitCount: tc.maxCount})
 			d := dataDatagram(0, splitFrame(0, 1, tc.count, 0, make([]byte, 10)))
 			if tc.want != nil {
-				handleRefused(t, b.Layer, t0, d, tc.want)
+				handleRefused(t, b.sinkLayer, t0, d, tc.want)
 			} else {
-				mustHandle(t, b.Layer, t0, d)
+				mustHandle(t, b.sinkLayer, t0, d)
 			}
 			if len(b.rcv.asm.list) != tc.wantList || b.rcv.asm.bytes != tc.wantBytes {
 				t.Errorf("assembler: got %d messages, %d bytes, want %d, %d", len(b.rcv.asm.list), b.rcv.asm.bytes, tc.wantList, tc.wantBytes)
@@ -85,10 +85,10 @@ func TestHostileConcurrentSplits(t *testing.T) {
 	b := newTestPeer(t, Config{})
 	n := uint32(0)
 	for id := range DefaultMaxConcurrentSplits {
-		mustHandle(t, b.Layer, t0, dataDatagram(n, splitFrame(n, uint16(id), 2, 0, []byte{byte(id)})))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, splitFrame(n, uint16(id), 2, 0, []byte{byte(id)})))
 		n++
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n, 9999, 2, 0, []byte{1})), errSplitConc)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(n, splitFrame(n, 9999, 2, 0, []byte{1})), errSplitConc)
 	if got := len(b.rcv.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Fatalf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
@@ -96,19 +96,19 @@ func TestHostileConcurrentSplits(t *testing.T) {
 	// acknowledged; its second frame, completing a message in progress, is
 	// kept, and its resend then takes what was refused.
 	mixed := dataDatagram(n, splitFrame(n+1, 10000, 2, 0, []byte{1}), splitFrame(n, 3, 2, 1, []byte{3}))
-	handleRefused(t, b.Layer, t0, mixed, errSplitConc)
+	handleRefused(t, b.sinkLayer, t0, mixed, errSplitConc)
 	if len(b.got) != 1 || !bytes.Equal(b.got[0], []byte{3, 3}) || len(b.rcv.asm.list) != DefaultMaxConcurrentSplits-1 {
 		t.Fatalf("after a refused datagram: got %v delivered, %d in progress, want [[3 3]], %d", b.got, len(b.rcv.asm.list), DefaultMaxConcurrentSplits-1)
 	}
 	n++
 	resend := dataDatagram(n, splitFrame(n, 10000, 2, 0, []byte{1}), splitFrame(n-1, 3, 2, 1, []byte{3}))
-	mustHandle(t, b.Layer, t0, resend)
-	if !acked(b.Layer, n) || len(b.got) != 1 || len(b.rcv.asm.list) != DefaultMaxConcurrentSplits {
-		t.Fatalf("after the resend: acked %v, %d delivered, %d in progress, want true, 1, %d", acked(b.Layer, n), len(b.got), len(b.rcv.asm.list), DefaultMaxConcurrentSplits)
+	mustHandle(t, b.sinkLayer, t0, resend)
+	if !acked(b.sinkLayer, n) || len(b.got) != 1 || len(b.rcv.asm.list) != DefaultMaxConcurrentSplits {
+		t.Fatalf("after the resend: acked %v, %d delivered, %d in progress, want true, 1, %d", acked(b.sinkLayer, n), len(b.got), len(b.rcv.asm.list), DefaultMaxConcurrentSplits)
 	}
 	n++
 	// Still full: another new id is refused.
-	handleRefused(t, b.Layer, t0, dataDatagram(n, splitFrame(n+1, 9999, 2, 0, []byte{1})), errSplitConc)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(n, splitFrame(n+1, 9999, 2, 0, []byte{1})), errSplitConc)
 	if got := len(b.rcv.asm.list); got != DefaultMaxConcurrentSplits {
 		t.Errorf("messages in progress: got %v, want %v", got, DefaultMaxConcurrentSplits)
 	}
@@ -119,7 +119,7 @@ func TestHostileConcurrentSplits(t *testing.T) {
 	for i := range 5 {
 		frames = append(frames, splitFrame(uint32(i), uint16(i), 2, 0, []byte{1}))
 	}
-	handleRefused(t, c.Layer, t0, dataDatagram(0, frames...), errSplitConc)
+	handleRefused(t, c.sinkLayer, t0, dataDatagram(0, frames...), errSplitConc)
 	if len(c.rcv.asm.list) != 4 {
 		t.Errorf("assembler: got %d messages, want 4", len(c.rcv.asm.list))
 	}
@@ -151,10 +151,10 @@ func TestHostileSplitBytes(t *testing.T) {
 				}
 				d := dataDatagram(uint32(i), splitFrame(uint32(i), id, tc.count, index, make([]byte, tc.size)))
 				if i < tc.accept {
-					mustHandle(t, b.Layer, t0, d)
+					mustHandle(t, b.sinkLayer, t0, d)
 					continue
 				}
-				handleRefused(t, b.Layer, t0, d, errSplitBytes)
+				handleRefused(t, b.sinkLayer, t0, d, errSplitBytes)
 			}
 			if b.rcv.asm.bytes > limit || b.rcv.asm.committed > limit {
 				t.Errorf("assembler bytes: got %v held, %v committed, want <= %v", b.rcv.asm.bytes, b.rcv.asm.committed, limit)
@@ -196,17 +196,17 @@ func TestHostileReliableIndex(t *testing.T) {
 			b := newTestPeer(t, Config{ReliableWindow: window})
 			dn := uint32(0)
 			for i := range tc.first {
-				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
+				mustHandle(t, b.sinkLayer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
 				dn++
 			}
 			base := b.rcv.relWin.base
 			n := len(b.got)
 			d := dataDatagram(dn, reliableFrame(tc.index, []byte("far")))
 			if tc.want != nil {
-				handleRefused(t, b.Layer, t0, d, tc.want)
+				handleRefused(t, b.sinkLayer, t0, d, tc.want)
 			} else {
 				err := b.handleT(t0, d)
-				if err != nil && acked(b.Layer, dn) {
+				if err != nil && acked(b.sinkLayer, dn) {
 					// Acknowledged but not kept: the sender would never
 					// resend it, so the message would be lost.
 					t.Fatalf("HandleDatagram: got error %v for a datagram it acknowledged", err)
@@ -223,7 +223,7 @@ func TestHostileReliableIndex(t *testing.T) {
 				t.Errorf("reliable window: got %d words, want <= %d", len(b.rcv.relWin.ring), b.rcv.relWin.maxWords)
 			}
 			for i := tc.first; i < tc.index && tc.deliver; i++ {
-				mustHandle(t, b.Layer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
+				mustHandle(t, b.sinkLayer, t0, dataDatagram(dn, reliableFrame(i, []byte{byte(i)})))
 				dn++
 			}
 			delivered := false
@@ -257,7 +257,7 @@ func TestHostileDatagramNumber(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestPeer(t, Config{})
-			mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{0})))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{0})))
 			high := b.recv.high
 			d := dataDatagram(tc.number, reliableFrame(1, []byte{1}))
 			err := b.handleT(t0, d)
@@ -266,8 +266,8 @@ func TestHostileDatagramNumber(t *testing.T) {
 				if !matchErr(err, tc.want) {
 					t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
 				}
-				if acked(b.Layer, tc.number) || b.recv.high != high || !b.nacks.set.empty() {
-					t.Errorf("refused datagram changed the state: acked %v, high %v, NACKs %v", acked(b.Layer, tc.number), b.recv.high-absBase, b.nacks.set.iv)
+				if acked(b.sinkLayer, tc.number) || b.recv.high != high || !b.nacks.set.empty() {
+					t.Errorf("refused datagram changed the state: acked %v, high %v, NACKs %v", acked(b.sinkLayer, tc.number), b.recv.high-absBase, b.nacks.set.iv)
 				}
 				if b.stats.Errors != 1 {
 					t.Errorf("Stats.Errors: got %v, want 1", b.stats.Errors)
@@ -275,7 +275,7 @@ func TestHostileDatagramNumber(t *testing.T) {
 			case err != nil:
 				t.Fatalf("HandleDatagram: got error %v, want nil", err)
 			}
-			if got := acked(b.Layer, tc.number); got != tc.accepted {
+			if got := acked(b.sinkLayer, tc.number); got != tc.accepted {
 				t.Errorf("acked: got %v, want %v", got, tc.accepted)
 			}
 			if got := !b.nacks.set.empty(); got != tc.nack {
@@ -325,7 +325,7 @@ func TestHostileDatagramStorm(t *testing.T) {
 		t.Errorf("datagram window: got %d words, want <= %d", len(b.recv.win.ring), datagramWindowSpan/64)
 	}
 	// Flushing sends datagrams no larger than MaxDatagram.
-	for _, d := range drain(b.Layer, t0.Add(time.Second)) {
+	for _, d := range drain(b.sinkLayer, t0.Add(time.Second)) {
 		if len(d) > testMaxDatagram {
 			t.Errorf("ACK datagram: got %d bytes, want <= %d", len(d), testMaxDatagram)
 		}
@@ -375,10 +375,10 @@ func TestHostileAck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newTestPeer(t, Config{})
 			for i := range 3 {
-				mustSend(t, a.Layer, t0, msg(i, 1000), wire.ReliableWithAckReceipt, 0)
+				mustSend(t, a.sinkLayer, t0, msg(i, 1000), wire.ReliableWithAckReceipt, 0)
 			}
-			mustSend(t, a.Layer, t0, msg(3, 100), wire.UnreliableWithAckReceipt, 0)
-			if got := len(drain(a.Layer, t0)); got != 3 {
+			mustSend(t, a.sinkLayer, t0, msg(3, 100), wire.UnreliableWithAckReceipt, 0)
+			if got := len(drain(a.sinkLayer, t0)); got != 3 {
 				t.Fatalf("sent %d datagrams, want 3", got)
 			}
 			before := a.Stats()
@@ -396,7 +396,7 @@ func TestHostileAck(t *testing.T) {
 			if got := a.NextDeadline(t0.Add(ms(10))); !got.Equal(deadline) {
 				t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), deadline.Sub(t0))
 			}
-			if ds := drain(a.Layer, t0.Add(ms(10))); len(ds) != 0 {
+			if ds := drain(a.sinkLayer, t0.Add(ms(10))); len(ds) != 0 {
 				t.Errorf("sent %d datagrams, want none", len(ds))
 			}
 		})
@@ -411,8 +411,8 @@ func TestHostileAck(t *testing.T) {
 	if st := a.Stats(); st.BadAcks != 2 || st.Errors != 2 {
 		t.Errorf("Stats: got BadAcks %v, Errors %v, want 2, 2", st.BadAcks, st.Errors)
 	}
-	if !idle(a.Layer) || !a.NextDeadline(t0).IsZero() {
-		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", idle(a.Layer), a.NextDeadline(t0))
+	if !idle(a.sinkLayer) || !a.NextDeadline(t0).IsZero() {
+		t.Errorf("after a stray ACK: got Idle %v, NextDeadline %v, want true, zero", idle(a.sinkLayer), a.NextDeadline(t0))
 	}
 }
 
@@ -454,9 +454,9 @@ func TestHostileOrderQueue(t *testing.T) {
 				f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderIndex: wire.Uint24(idx), OrderChannel: 7, Payload: bytes.Repeat([]byte{byte(idx)}, 1000)}
 				d := dataDatagram(rel, f)
 				if i == tc.refused {
-					handleRefused(t, b.Layer, t0, d, errOrderQueueFull)
+					handleRefused(t, b.sinkLayer, t0, d, errOrderQueueFull)
 				} else {
-					mustHandle(t, b.Layer, t0, d)
+					mustHandle(t, b.sinkLayer, t0, d)
 				}
 				rel++
 			}
@@ -470,7 +470,7 @@ func TestHostileOrderQueue(t *testing.T) {
 			if len(b.got) != 0 {
 				t.Fatalf("delivered %d messages before index 0, want 0", len(b.got))
 			}
-			mustHandle(t, b.Layer, t0, dataDatagram(rel, wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderChannel: 7, Payload: []byte{0}}))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(rel, wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(rel), OrderChannel: 7, Payload: []byte{0}}))
 			if len(b.got) != tc.delivered {
 				t.Errorf("delivered: got %v, want %v", len(b.got), tc.delivered)
 			}
@@ -495,7 +495,7 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 	b := newTestPeer(t, Config{MaxOrderQueue: queue})
 	for ch := range uint32(wire.NumOrderChannels) {
 		f := wire.Frame{Reliability: wire.ReliableOrdered, ReliableIndex: wire.Uint24(ch), OrderIndex: queue - 1, OrderChannel: uint8(ch), Payload: []byte{1}}
-		mustHandle(t, b.Layer, t0, dataDatagram(ch, f))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(ch, f))
 	}
 	slots := 0
 	for ch := range b.rcv.order.ch {
@@ -531,28 +531,28 @@ func TestHostileOrderQueueAllChannels(t *testing.T) {
 func TestStaleSplitExpiry(t *testing.T) {
 	const timeout = 30 * time.Second
 	b := newTestPeer(t, Config{SplitTimeout: timeout})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 5, 3, 0, []byte("a"))))
-	mustHandle(t, b.Layer, t0.Add(ms(1)), dataDatagram(1, splitFrame(1, 6, 2, 0, []byte("b"))))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, splitFrame(0, 5, 3, 0, []byte("a"))))
+	mustHandle(t, b.sinkLayer, t0.Add(ms(1)), dataDatagram(1, splitFrame(1, 6, 2, 0, []byte("b"))))
 	if got, want := b.NextDeadline(t0), t0.Add(DefaultAckDelay); !got.Equal(want) {
 		t.Errorf("NextDeadline with an ACK pending: got %v, want %v", got.Sub(t0), want.Sub(t0))
 	}
-	drain(b.Layer, t0.Add(DefaultAckDelay))
+	drain(b.sinkLayer, t0.Add(DefaultAckDelay))
 	// Probes for the missing fragments may come first.
 	if got, want := b.NextDeadline(t0.Add(DefaultAckDelay)), t0.Add(timeout); got.IsZero() || got.After(want) {
 		t.Fatalf("NextDeadline: got %v, want by %v", got.Sub(t0), want.Sub(t0))
 	}
-	drain(b.Layer, t0.Add(timeout-1))
+	drain(b.sinkLayer, t0.Add(timeout-1))
 	if len(b.rcv.asm.list) != 2 {
 		t.Fatalf("1ns before the timeout: got %d messages in progress, want 2", len(b.rcv.asm.list))
 	}
-	drain(b.Layer, t0.Add(timeout))
+	drain(b.sinkLayer, t0.Add(timeout))
 	if len(b.rcv.asm.list) != 1 || b.rcv.asm.list[0].id != 6 {
 		t.Fatalf("at the timeout: got %d messages in progress, want only split 6", len(b.rcv.asm.list))
 	}
 	if got, want := b.NextDeadline(t0.Add(timeout)), t0.Add(timeout+ms(1)); got.IsZero() || got.After(want) {
 		t.Errorf("NextDeadline: got %v, want by %v", got.Sub(t0), want.Sub(t0))
 	}
-	drain(b.Layer, t0.Add(timeout+ms(1)))
+	drain(b.sinkLayer, t0.Add(timeout+ms(1)))
 	if len(b.rcv.asm.list) != 0 || b.rcv.asm.bytes != 0 {
 		t.Errorf("after both timeouts: got %d messages, %d bytes, want 0, 0", len(b.rcv.asm.list), b.rcv.asm.bytes)
 	}
@@ -576,9 +576,9 @@ func TestSlowSplitNotExpired(t *testing.T) {
 	const count = 5
 	for i := range uint32(count) {
 		now := t0.Add(time.Duration(i) * 20 * time.Second)
-		drain(b.Layer, now)
-		mustHandle(t, b.Layer, now, dataDatagram(i, splitFrame(i, 9, count, i, []byte{byte('a' + i)})))
-		drain(b.Layer, now.Add(DefaultAckDelay))
+		drain(b.sinkLayer, now)
+		mustHandle(t, b.sinkLayer, now, dataDatagram(i, splitFrame(i, 9, count, i, []byte{byte('a' + i)})))
+		drain(b.sinkLayer, now.Add(DefaultAckDelay))
 		if i < count-1 {
 			if got, want := b.NextDeadline(now.Add(DefaultAckDelay)), now.Add(timeout); got.IsZero() || got.After(want) {
 				t.Errorf("fragment %d: NextDeadline: got %v, want by %v", i, got.Sub(t0), want.Sub(t0))
@@ -617,7 +617,7 @@ func TestDuplicateFragment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestPeer(t, Config{})
 			for i, f := range tc.frames {
-				mustHandle(t, b.Layer, t0, dataDatagram(uint32(i), f))
+				mustHandle(t, b.sinkLayer, t0, dataDatagram(uint32(i), f))
 			}
 			if len(b.got) != 1 || string(b.got[0]) != "abcd" {
 				t.Errorf("delivered: got %q, want [abcd] once", b.got)
@@ -651,7 +651,7 @@ func TestDuplicateFragment(t *testing.T) {
 
 func TestSplitShapeMismatch(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 3, 0, []byte("a"))))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, splitFrame(0, 1, 3, 0, []byte("a"))))
 	err := b.handleT(t0, dataDatagram(1, splitFrame(1, 1, 5, 4, []byte("b"))))
 	if !errors.Is(err, errSplitShape) {
 		t.Errorf("HandleDatagram: got error %v, want %v", err, errSplitShape)
@@ -688,7 +688,7 @@ func TestHostileFrameFields(t *testing.T) {
 			if err := b.handleT(t0, tc.d); !matchErr(err, tc.want) {
 				t.Fatalf("HandleDatagram: got error %v, want %v", err, tc.want)
 			}
-			if got := acked(b.Layer, 0); got != (tc.want == nil) {
+			if got := acked(b.sinkLayer, 0); got != (tc.want == nil) {
 				t.Errorf("acked: got %v, want %v", got, tc.want == nil)
 			}
 			var got string
@@ -715,13 +715,13 @@ func TestHostileSplitOrderAhead(t *testing.T) {
 		f.OrderIndex = wire.Uint24(order)
 		return f
 	}
-	handleRefused(t, b.Layer, t0, dataDatagram(0, frag(0, 0, queue)), errOrderQueueFull)
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(0, frag(0, 0, queue)), errOrderQueueFull)
 	if len(b.rcv.asm.list) != 0 {
 		t.Fatalf("messages in progress: got %d, want 0", len(b.rcv.asm.list))
 	}
 	// Within the queue it is accepted, waits, and is delivered in turn.
-	mustHandle(t, b.Layer, t0, dataDatagram(1, frag(1, 0, queue-1)))
-	mustHandle(t, b.Layer, t0, dataDatagram(2, frag(2, 1, queue-1)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(1, frag(1, 0, queue-1)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(2, frag(2, 1, queue-1)))
 	if len(b.got) != 0 || b.rcv.order.get(0).queued != 1 {
 		t.Fatalf("got %d delivered, %d queued, want 0, 1", len(b.got), b.rcv.order.get(0).queued)
 	}
@@ -740,18 +740,18 @@ func TestOrderQueueFullStillTakesTheMissingMessage(t *testing.T) {
 	}
 	n := uint32(0)
 	for i := uint32(1); i < queue; i++ {
-		mustHandle(t, b.Layer, t0, dataDatagram(n, frame(i, i)))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, frame(i, i)))
 		n++
 	}
 	mixed := dataDatagram(n, frame(queue, queue), frame(0, 0))
-	handleRefused(t, b.Layer, t0, mixed, errOrderQueueFull)
+	handleRefused(t, b.sinkLayer, t0, mixed, errOrderQueueFull)
 	if len(b.got) != queue {
 		t.Fatalf("delivered: got %d, want %d", len(b.got), queue)
 	}
 	n++
-	mustHandle(t, b.Layer, t0, dataDatagram(n, frame(queue, queue), frame(0, 0)))
-	if !acked(b.Layer, n) || len(b.got) != queue+1 {
-		t.Fatalf("after the resend: acked %v, %d delivered, want true, %d", acked(b.Layer, n), len(b.got), queue+1)
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(n, frame(queue, queue), frame(0, 0)))
+	if !acked(b.sinkLayer, n) || len(b.got) != queue+1 {
+		t.Fatalf("after the resend: acked %v, %d delivered, want true, %d", acked(b.sinkLayer, n), len(b.got), queue+1)
 	}
 	for i, m := range b.got {
 		if m[0] != byte(i) {
@@ -786,18 +786,18 @@ func TestCompletedSplitIsNeverDropped(t *testing.T) {
 		}
 	}
 	// Message 2 in two fragments, the last one small.
-	mustHandle(t, b.Layer, t0, dataDatagram(0, orderedFragment(0, 7, 2, 0, 2, bytes.Repeat([]byte{2}, 300))))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, orderedFragment(0, 7, 2, 0, 2, bytes.Repeat([]byte{2}, 300))))
 	check("first fragment")
 	// Message 1 would leave no room for message 2 once complete: refused.
-	handleRefused(t, b.Layer, t0, dataDatagram(1, plain(1, 1, 1600)), errOrderQueueFull)
-	mustHandle(t, b.Layer, t0, dataDatagram(2, orderedFragment(2, 7, 2, 1, 2, bytes.Repeat([]byte{2}, 10))))
+	handleRefused(t, b.sinkLayer, t0, dataDatagram(1, plain(1, 1, 1600)), errOrderQueueFull)
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(2, orderedFragment(2, 7, 2, 1, 2, bytes.Repeat([]byte{2}, 10))))
 	check("message 2 complete")
 	if b.rcv.order.get(0).queued != 1 {
 		t.Fatalf("queued: got %d, want 1 (message 2)", b.rcv.order.get(0).queued)
 	}
-	mustHandle(t, b.Layer, t0, dataDatagram(3, plain(3, 0, 100)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(3, plain(3, 0, 100)))
 	check("message 0")
-	mustHandle(t, b.Layer, t0, dataDatagram(4, plain(1, 1, 1600)))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(4, plain(1, 1, 1600)))
 	check("message 1 resent")
 	want := []int{100, 1600, 310}
 	if len(b.got) != len(want) {
@@ -821,17 +821,17 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 		ahead := conc - b.rcv.asm.reserveSlots()
 		n := uint32(0)
 		for i := 1; i <= ahead; i++ {
-			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 0, uint32(i), []byte{byte(i)})))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 0, uint32(i), []byte{byte(i)})))
 			n++
 		}
-		handleRefused(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 100, 2, 0, uint32(ahead+1), []byte{1})), errSplitConc)
+		handleRefused(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, 100, 2, 0, uint32(ahead+1), []byte{1})), errSplitConc)
 		n++
-		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, []byte{0})))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, []byte{0})))
 		n++
-		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, []byte{0})))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, []byte{0})))
 		n++
 		for i := 1; i <= ahead; i++ {
-			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), []byte{byte(i)})))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), []byte{byte(i)})))
 			n++
 		}
 		if len(b.got) != ahead+1 {
@@ -852,23 +852,23 @@ func TestWaitingSplitsLeaveRoomForTheNext(t *testing.T) {
 		for ; ; i++ {
 			f := orderedFragment(n, uint16(i), 2, 0, uint32(i), part(i))
 			if b.rcv.asm.committed+b.rcv.asm.estimate(&f) > limit-b.rcv.asm.reserveBytes() {
-				handleRefused(t, b.Layer, t0, dataDatagram(n, f), errSplitBytes)
+				handleRefused(t, b.sinkLayer, t0, dataDatagram(n, f), errSplitBytes)
 				n++
 				break
 			}
-			mustHandle(t, b.Layer, t0, dataDatagram(n, f))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(n, f))
 			n++
 		}
 		ahead := i - 1
 		if ahead < 2 {
 			t.Fatalf("only %d messages fit ahead", ahead)
 		}
-		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, part(0))))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 0, 0, part(0))))
 		n++
-		mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, part(0))))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, 0, 2, 1, 0, part(0))))
 		n++
 		for i := 1; i <= ahead; i++ {
-			mustHandle(t, b.Layer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), part(i))))
+			mustHandle(t, b.sinkLayer, t0, dataDatagram(n, orderedFragment(n, uint16(i), 2, 1, uint32(i), part(i))))
 			n++
 		}
 		if len(b.got) != ahead+1 {
@@ -902,12 +902,12 @@ func TestSplitChargedWhole(t *testing.T) {
 			t.Errorf("%s: estimate got %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 10, 9, make([]byte, 20))))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, splitFrame(0, 1, 10, 9, make([]byte, 20))))
 	if want := 9*(part+partOverhead) + 20 + partOverhead; b.rcv.asm.committed != want {
 		t.Errorf("committed after the last fragment: got %d, want %d", b.rcv.asm.committed, want)
 	}
 	for i := range uint32(9) {
-		mustHandle(t, b.Layer, t0, dataDatagram(1+i, splitFrame(1+i, 1, 10, i, make([]byte, part))))
+		mustHandle(t, b.sinkLayer, t0, dataDatagram(1+i, splitFrame(1+i, 1, 10, i, make([]byte, part))))
 	}
 	if len(b.got) != 1 || len(b.got[0]) != 9*part+20 || b.rcv.asm.committed != 0 || b.rcv.asm.bytes != 0 {
 		t.Errorf("after completion: %d delivered, committed %d, held %d, want 1, 0, 0", len(b.got), b.rcv.asm.committed, b.rcv.asm.bytes)

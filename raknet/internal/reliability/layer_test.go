@@ -13,7 +13,7 @@ const testMaxDatagram = 1400 - 28
 
 // testPeer is a Layer with its deliveries and receipts recorded.
 type testPeer struct {
-	*Layer
+	*sinkLayer
 	got   [][]byte
 	taken []Receipt // receipts taken from the layer so far
 }
@@ -24,7 +24,7 @@ func newTestPeer(t testing.TB, cfg Config) *testPeer {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = testMaxDatagram
 	}
-	p.Layer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
+	p.sinkLayer = withSink(New(cfg, t0), func(m []byte, _ bool) bool {
 		p.got = append(p.got, append([]byte(nil), m...))
 		return false
 	})
@@ -39,12 +39,12 @@ func (p *testPeer) receipts() []Receipt {
 
 // idle reports whether nothing is queued, in flight or awaiting an ACK
 // from l.
-func idle(l *Layer) bool {
+func idle(l *sinkLayer) bool {
 	return l.q.buffered == 0 && !l.q.hasData() && l.recv.acks.empty() && l.nacks.set.empty()
 }
 
 // drain returns every datagram l has to send at now.
-func drain(l *Layer, now time.Time) [][]byte {
+func drain(l *sinkLayer, now time.Time) [][]byte {
 	var out [][]byte
 	for {
 		d := l.AppendDatagram(nil, now)
@@ -56,9 +56,9 @@ func drain(l *Layer, now time.Time) [][]byte {
 }
 
 // mustSend queues p and fails the test on an error.
-func mustSend(t testing.TB, l *Layer, now time.Time, p []byte, r wire.Reliability, ch uint8) uint32 {
+func mustSend(t testing.TB, l *sinkLayer, now time.Time, p []byte, r wire.Reliability, ch uint8) uint32 {
 	t.Helper()
-	id, err := l.Send(now, p, r, ch)
+	id, err := l.Send(p, r, ch)
 	if err != nil {
 		t.Fatalf("Send(%d bytes, %v, %d): got error %v, want nil", len(p), r, ch, err)
 	}
@@ -66,7 +66,7 @@ func mustSend(t testing.TB, l *Layer, now time.Time, p []byte, r wire.Reliabilit
 }
 
 // mustHandle feeds d to l and fails the test on an error.
-func mustHandle(t testing.TB, l *Layer, now time.Time, d []byte) {
+func mustHandle(t testing.TB, l *sinkLayer, now time.Time, d []byte) {
 	t.Helper()
 	if err := l.handleT(now, d); err != nil {
 		t.Fatalf("HandleDatagram(% x): got error %v, want nil", d[:min(len(d), 24)], err)
@@ -134,16 +134,16 @@ func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millise
 // messages sent, packed, received and acknowledged), warmed up so that
 // rings, free lists and windows are at their steady size, and the
 // counters it keeps.
-func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *Layer) {
+func cleanPath(tb testing.TB, msgs int) (op func(), datagrams *int, r *sinkLayer) {
 	return cleanPathKept(tb, msgs, false, nil)
 }
 
 // cleanPathKept is cleanPath whose receiver, if keep is set, keeps every
 // message for a reader that consumes them all each step, and is charged
 // to b if it is not nil.
-func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), datagrams *int, r *Layer) {
+func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), datagrams *int, r *sinkLayer) {
 	deliver := func([]byte, bool) bool { return keep }
-	a := New(Config{MaxDatagram: testMaxDatagram}, t0)
+	a := withSink(New(Config{MaxDatagram: testMaxDatagram}, t0), nil)
 	r = withSink(New(Config{MaxDatagram: testMaxDatagram, Budget: b}, t0), deliver)
 	p := make([]byte, 100)
 	buf := make([]byte, 0, testMaxDatagram)
@@ -152,7 +152,7 @@ func cleanPathKept(tb testing.TB, msgs int, keep bool, b Budget) (op func(), dat
 	op = func() {
 		now = now.Add(100 * time.Microsecond)
 		for range msgs {
-			if _, err := a.Send(now, p, wire.ReliableOrdered, 0); err != nil {
+			if _, err := a.Send(p, wire.ReliableOrdered, 0); err != nil {
 				tb.Fatalf("Send: %v", err)
 			}
 		}
@@ -232,15 +232,15 @@ func BenchmarkCleanPath(b *testing.B) {
 func TestAppendFinalBypassesWindow(t *testing.T) {
 	p := newTestPeer(t, Config{})
 	for i := range 200 {
-		mustSend(t, p.Layer, t0, make([]byte, 1000), wire.ReliableOrdered, uint8(i%2))
+		mustSend(t, p.sinkLayer, t0, make([]byte, 1000), wire.ReliableOrdered, uint8(i%2))
 	}
-	drain(p.Layer, t0)
+	drain(p.sinkLayer, t0)
 	if d := p.AppendDatagram(nil, t0); d != nil {
 		t.Fatal("the window is not full")
 	}
 	d := p.AppendFinal(nil, []byte{0x15})
 	peer := newTestPeer(t, Config{})
-	mustHandle(t, peer.Layer, t0, d)
+	mustHandle(t, peer.sinkLayer, t0, d)
 	if len(peer.got) != 1 || peer.got[0][0] != 0x15 {
 		t.Errorf("peer got %x, want the final message", peer.got)
 	}

@@ -43,7 +43,7 @@ func TestNACKForGap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestPeer(t, Config{InitialRecv: tc.start})
 			for i, n := range tc.numbers {
-				mustHandle(t, b.Layer, t0, dataDatagram(n, reliableFrame(tc.start+uint32(i), []byte{1})))
+				mustHandle(t, b.sinkLayer, t0, dataDatagram(n, reliableFrame(tc.start+uint32(i), []byte{1})))
 			}
 			nackAt := t0.Add(minNACKDelay)
 			if tc.nack != nil {
@@ -92,8 +92,8 @@ func TestNACKForGap(t *testing.T) {
 // lost NACK does not leave the gap to the sender's timeout.
 func TestNACKRepeated(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
-	mustHandle(t, b.Layer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
 	want := []wire.AckRange{{Start: 1, End: 2}}
 	at := t0.Add(minNACKDelay)
 	nacks := []time.Duration{0, renackDelay, renackDelay * 2, renackDelay * 4}
@@ -127,12 +127,12 @@ func TestNACKRepeated(t *testing.T) {
 // sender resend it, and report an unreliable receipt as lost.
 func TestNACKNotRepeatedAfterArrival(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
-	mustHandle(t, b.Layer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(3, reliableFrame(1, []byte{1})))
 	at := t0.Add(minNACKDelay)
 	for d := b.AppendDatagram(nil, at); d != nil; d = b.AppendDatagram(nil, at) {
 	}
-	mustHandle(t, b.Layer, at, dataDatagram(1, reliableFrame(2, []byte{1})))
+	mustHandle(t, b.sinkLayer, at, dataDatagram(1, reliableFrame(2, []byte{1})))
 	want := []wire.AckRange{{Start: 2, End: 2}}
 	for _, wait := range []time.Duration{renackDelay, renackDelay * 2, renackDelay * 4} {
 		at = at.Add(wait)

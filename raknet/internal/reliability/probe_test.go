@@ -14,15 +14,15 @@ import (
 // doubling waits. A connection that waits for nothing never probes.
 func TestProbeAfterSilence(t *testing.T) {
 	idle := newTestPeer(t, Config{})
-	mustHandle(t, idle.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
-	drain(idle.Layer, t0.Add(DefaultAckDelay))
+	mustHandle(t, idle.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	drain(idle.sinkLayer, t0.Add(DefaultAckDelay))
 	if got := idle.NextDeadline(t0.Add(DefaultAckDelay)); !got.IsZero() {
 		t.Fatalf("idle: NextDeadline got %v, want zero", got.Sub(t0))
 	}
 
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, splitFrame(0, 1, 2, 0, []byte{1})))
-	drain(b.Layer, t0.Add(DefaultAckDelay))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, splitFrame(0, 1, 2, 0, []byte{1})))
+	drain(b.sinkLayer, t0.Add(DefaultAckDelay))
 	at := t0.Add(b.probe.delay(b.sent.rtt.smoothed()))
 	want := []wire.AckRange{{Start: 1, End: probeSpan}}
 	for i, wait := range []time.Duration{0, 2 * b.probe.delay(b.sent.rtt.smoothed()), 4 * b.probe.delay(b.sent.rtt.smoothed())} {
@@ -42,8 +42,8 @@ func TestProbeAfterSilence(t *testing.T) {
 		}
 	}
 	// The missing fragment arrives: nothing waits, no more probes.
-	mustHandle(t, b.Layer, at, dataDatagram(1, splitFrame(1, 1, 2, 1, []byte{2})))
-	drain(b.Layer, at.Add(DefaultAckDelay))
+	mustHandle(t, b.sinkLayer, at, dataDatagram(1, splitFrame(1, 1, 2, 1, []byte{2})))
+	drain(b.sinkLayer, at.Add(DefaultAckDelay))
 	if len(b.got) != 1 {
 		t.Fatalf("delivered: got %d, want 1", len(b.got))
 	}

@@ -28,7 +28,7 @@ func TestAckDelay(t *testing.T) {
 			b := newTestPeer(t, Config{AckDelay: tc.ackDelay})
 			var last time.Duration
 			for i, at := range tc.arrivals {
-				mustHandle(t, b.Layer, t0.Add(at), dataDatagram(uint32(i), reliableFrame(uint32(i), []byte{byte(i)})))
+				mustHandle(t, b.sinkLayer, t0.Add(at), dataDatagram(uint32(i), reliableFrame(uint32(i), []byte{byte(i)})))
 				last = at
 				if i < len(tc.arrivals)-1 {
 					if d := b.AppendDatagram(nil, t0.Add(at)); d != nil {
@@ -58,7 +58,7 @@ func TestAckDelay(t *testing.T) {
 			if got := b.NextDeadline(t0.Add(tc.due)); !got.IsZero() {
 				t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))
 			}
-			if !idle(b.Layer) {
+			if !idle(b.sinkLayer) {
 				t.Errorf("Idle after the ACK: got false, want true")
 			}
 		})
@@ -72,7 +72,7 @@ func TestAckRepeatsLastRanges(t *testing.T) {
 	now := t0
 	ackOf := func(n uint32) []wire.AckRange {
 		t.Helper()
-		mustHandle(t, b.Layer, now, dataDatagram(n, reliableFrame(n, []byte{1})))
+		mustHandle(t, b.sinkLayer, now, dataDatagram(n, reliableFrame(n, []byte{1})))
 		now = now.Add(DefaultAckDelay)
 		d := b.AppendDatagram(nil, now)
 		if d == nil {
@@ -100,14 +100,14 @@ func TestAckRepeatsLastRanges(t *testing.T) {
 // over, so answering a ping takes one pass of the connection, not two.
 func TestAckLeavesWithData(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
 	if d := b.AppendDatagram(nil, t0); d != nil {
 		t.Fatalf("got % x with nothing to send, want the ACK to wait", d)
 	}
-	if _, err := b.Send(t0, []byte{2}, wire.Unreliable, 0); err != nil {
+	if _, err := b.Send([]byte{2}, wire.Unreliable, 0); err != nil {
 		t.Fatal(err)
 	}
-	ds := drain(b.Layer, t0)
+	ds := drain(b.sinkLayer, t0)
 	if len(ds) != 2 {
 		t.Fatalf("got %d datagrams, want the data and an ACK", len(ds))
 	}
@@ -167,8 +167,8 @@ func TestReceivedTracker(t *testing.T) {
 // no decoding, and its bytes cannot fail it.
 func TestDuplicateNotDecoded(t *testing.T) {
 	b := newTestPeer(t, Config{})
-	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
-	drain(b.Layer, t0.Add(DefaultAckDelay))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	drain(b.sinkLayer, t0.Add(DefaultAckDelay))
 	garbage := append(dataDatagram(0), 0xff, 0xff) // a frame that cannot decode
 	if err := b.handleT(t0.Add(DefaultAckDelay), garbage); err != nil {
 		t.Fatalf("duplicate with garbage frames: got error %v, want nil", err)
@@ -176,7 +176,7 @@ func TestDuplicateNotDecoded(t *testing.T) {
 	if st := b.Stats(); st.DuplicateDatagrams != 1 || st.Errors != 0 {
 		t.Errorf("got %d duplicates, %d errors, want 1, 0", st.DuplicateDatagrams, st.Errors)
 	}
-	if !acked(b.Layer, 0) {
+	if !acked(b.sinkLayer, 0) {
 		t.Errorf("duplicate: got not acknowledged, want acknowledged again")
 	}
 	// The same bytes under a new number fail.

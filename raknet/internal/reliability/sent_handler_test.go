@@ -16,9 +16,9 @@ func sendFull(t *testing.T, a *testPeer, now time.Time, n int, r wire.Reliabilit
 	t.Helper()
 	for i := range n {
 		p := bytes.Repeat([]byte{byte(i + 1)}, a.MaxUnsplit(r))
-		mustSend(t, a.Layer, now, p, r, 0)
+		mustSend(t, a.sinkLayer, now, p, r, 0)
 	}
-	ds := drain(a.Layer, now)
+	ds := drain(a.sinkLayer, now)
 	if len(ds) != n {
 		t.Fatalf("sent %d datagrams, want %d", len(ds), n)
 	}
@@ -54,12 +54,12 @@ func TestFastResend(t *testing.T) {
 				}
 			}
 			now := t0.Add(tc.ackAt)
-			mustHandle(t, a.Layer, now, ackDatagram(false, wire.AckRange{Start: wire.Uint24(tc.acked), End: wire.Uint24(tc.acked)}))
+			mustHandle(t, a.sinkLayer, now, ackDatagram(false, wire.AckRange{Start: wire.Uint24(tc.acked), End: wire.Uint24(tc.acked)}))
 			if rto := a.sent.rtt.rto(); tc.ackAt >= rto {
 				t.Fatalf("test needs the ACK before the RTO (%v)", rto)
 			}
 			var resent []uint32
-			for _, d := range drain(a.Layer, now) {
+			for _, d := range drain(a.sinkLayer, now) {
 				n, frames := decodeData(t, d)
 				if n <= wire.Uint24(len(tc.sentAt)-1) {
 					t.Errorf("resend reused datagram number %d", n)
@@ -113,24 +113,24 @@ func TestResendSurvives(t *testing.T) {
 			a := newTestPeer(t, Config{})
 			b := newTestPeer(t, Config{})
 			m0, m1 := msg(0, 500), msg(1, 600)
-			mustSend(t, a.Layer, t0, m0, wire.ReliableOrdered, 3)
-			ds := drain(a.Layer, t0)
-			mustSend(t, a.Layer, t0, m1, wire.ReliableOrdered, 3)
-			ds = append(ds, drain(a.Layer, t0)...)
+			mustSend(t, a.sinkLayer, t0, m0, wire.ReliableOrdered, 3)
+			ds := drain(a.sinkLayer, t0)
+			mustSend(t, a.sinkLayer, t0, m1, wire.ReliableOrdered, 3)
+			ds = append(ds, drain(a.sinkLayer, t0)...)
 			if len(ds) != 2 {
 				t.Fatalf("sent %d datagrams, want 2", len(ds))
 			}
-			mustHandle(t, b.Layer, t0.Add(ms(1)), ds[1]) // 0 is lost
+			mustHandle(t, b.sinkLayer, t0.Add(ms(1)), ds[1]) // 0 is lost
 			if len(b.got) != 0 {
 				t.Fatalf("delivered %d messages before message 0, want 0", len(b.got))
 			}
 			now := t0.Add(tc.loseAt)
 			if tc.nack {
-				mustHandle(t, a.Layer, now, ackDatagram(true, wire.AckRange{Start: 0, End: 0}))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(true, wire.AckRange{Start: 0, End: 0}))
 			} else if d := a.AppendDatagram(nil, now.Add(-time.Nanosecond)); d != nil {
 				t.Fatalf("1ns before the RTO: got % x, want no datagram", d)
 			}
-			resends := drain(a.Layer, now)
+			resends := drain(a.sinkLayer, now)
 			if len(resends) == 0 {
 				t.Fatalf("got no resend at %v", tc.loseAt)
 			}
@@ -142,10 +142,10 @@ func TestResendSurvives(t *testing.T) {
 				t.Errorf("resent frame: got index %d order %d channel %d, want 0 0 3 and the same payload", frames[0].ReliableIndex, frames[0].OrderIndex, frames[0].OrderChannel)
 			}
 			for _, d := range resends {
-				mustHandle(t, b.Layer, now, d)
+				mustHandle(t, b.sinkLayer, now, d)
 			}
 			if tc.late {
-				mustHandle(t, b.Layer, now.Add(ms(1)), ds[0])
+				mustHandle(t, b.sinkLayer, now.Add(ms(1)), ds[0])
 			}
 			if len(b.got) != 2 || !bytes.Equal(b.got[0], m0) || !bytes.Equal(b.got[1], m1) {
 				t.Fatalf("delivered %d messages, want messages 0 and 1 once, in order", len(b.got))
@@ -154,8 +154,8 @@ func TestResendSurvives(t *testing.T) {
 				t.Errorf("DatagramsLost: got %v, want %v", got, tc.wantLost)
 			}
 			// B acks everything; A ends with nothing buffered.
-			for _, d := range drain(b.Layer, now.Add(time.Second)) {
-				mustHandle(t, a.Layer, now.Add(time.Second), d)
+			for _, d := range drain(b.sinkLayer, now.Add(time.Second)) {
+				mustHandle(t, a.sinkLayer, now.Add(time.Second), d)
 			}
 			if a.Buffered() != 0 {
 				t.Errorf("Buffered after the ACK: got %v, want 0", a.Buffered())
@@ -185,11 +185,11 @@ func TestRTOBackoff(t *testing.T) {
 	}
 	a := newTestPeer(t, Config{})
 	payload := msg(7, 300)
-	mustSend(t, a.Layer, t0, payload, wire.ReliableOrdered, 0)
+	mustSend(t, a.sinkLayer, t0, payload, wire.ReliableOrdered, 0)
 	var last time.Duration
 	for i, st := range steps {
 		now := t0.Add(st.at)
-		ds := drain(a.Layer, now)
+		ds := drain(a.sinkLayer, now)
 		switch {
 		case st.number < 0 && len(ds) != 0:
 			t.Fatalf("step %d at %v: got %d datagrams, want none", i, st.at, len(ds))
@@ -215,7 +215,7 @@ func TestRTOBackoff(t *testing.T) {
 	// The ACK of the last resend ends the backoff; Karn's rule keeps the
 	// RTT unsampled.
 	now := t0.Add(last + ms(50))
-	mustHandle(t, a.Layer, now, ackDatagram(false, wire.AckRange{Start: 5, End: 5}))
+	mustHandle(t, a.sinkLayer, now, ackDatagram(false, wire.AckRange{Start: 5, End: 5}))
 	st := a.Stats()
 	if st.RTO != InitialRTO {
 		t.Errorf("RTO after the ACK: got %v, want %v", st.RTO, InitialRTO)
@@ -223,8 +223,8 @@ func TestRTOBackoff(t *testing.T) {
 	if st.SRTT != 0 {
 		t.Errorf("SRTT after acking a resend: got %v, want 0", st.SRTT)
 	}
-	if !idle(a.Layer) || a.Buffered() != 0 {
-		t.Errorf("after the ACK: got Idle %v Buffered %v, want true 0", idle(a.Layer), a.Buffered())
+	if !idle(a.sinkLayer) || a.Buffered() != 0 {
+		t.Errorf("after the ACK: got Idle %v Buffered %v, want true 0", idle(a.sinkLayer), a.Buffered())
 	}
 	if got := a.NextDeadline(now); !got.IsZero() {
 		t.Errorf("NextDeadline after the ACK: got %v, want zero", got.Sub(t0))
@@ -235,21 +235,21 @@ func TestRTOBackoff(t *testing.T) {
 // that the window collapses on a timeout.
 func TestRTOAfterSample(t *testing.T) {
 	a := newTestPeer(t, Config{})
-	mustSend(t, a.Layer, t0, []byte("ping"), wire.Reliable, 0)
-	drain(a.Layer, t0)
-	mustHandle(t, a.Layer, t0.Add(ms(100)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	mustSend(t, a.sinkLayer, t0, []byte("ping"), wire.Reliable, 0)
+	drain(a.sinkLayer, t0)
+	mustHandle(t, a.sinkLayer, t0.Add(ms(100)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
 	// SRTT 100 ms, RTTVAR 50 ms: RTO 300 ms.
 	if got, want := a.Stats().RTO, ms(300); got != want {
 		t.Fatalf("RTO: got %v, want %v", got, want)
 	}
 	before := a.Stats().Window
 	sendAt := t0.Add(ms(200))
-	mustSend(t, a.Layer, sendAt, []byte("pong"), wire.Reliable, 0)
-	drain(a.Layer, sendAt)
+	mustSend(t, a.sinkLayer, sendAt, []byte("pong"), wire.Reliable, 0)
+	drain(a.sinkLayer, sendAt)
 	if got, want := a.NextDeadline(sendAt), sendAt.Add(ms(300)); !got.Equal(want) {
 		t.Errorf("NextDeadline: got %v, want %v", got.Sub(t0), want.Sub(t0))
 	}
-	if ds := drain(a.Layer, sendAt.Add(ms(300))); len(ds) != 1 {
+	if ds := drain(a.sinkLayer, sendAt.Add(ms(300))); len(ds) != 1 {
 		t.Fatalf("at the RTO: got %d datagrams, want 1", len(ds))
 	}
 	st := a.Stats()
@@ -266,25 +266,25 @@ func TestRTOAfterSample(t *testing.T) {
 // by its timeout is reported by the AppendDatagram that ran the timeout.
 func TestReceiptsTaken(t *testing.T) {
 	a := newTestPeer(t, Config{})
-	id1 := mustSend(t, a.Layer, t0, msg(1, 100), wire.ReliableWithAckReceipt, 0)
-	if d := drain(a.Layer, t0); len(d) != 1 {
+	id1 := mustSend(t, a.sinkLayer, t0, msg(1, 100), wire.ReliableWithAckReceipt, 0)
+	if d := drain(a.sinkLayer, t0); len(d) != 1 {
 		t.Fatalf("sent %d datagrams, want 1", len(d))
 	}
-	id2 := mustSend(t, a.Layer, t0, msg(2, 100), wire.UnreliableWithAckReceipt, 0)
-	if d := drain(a.Layer, t0); len(d) != 1 {
+	id2 := mustSend(t, a.sinkLayer, t0, msg(2, 100), wire.UnreliableWithAckReceipt, 0)
+	if d := drain(a.sinkLayer, t0); len(d) != 1 {
 		t.Fatalf("sent %d datagrams, want 1", len(d))
 	}
 	if r := a.Receipts(); len(r) != 0 {
 		t.Fatalf("receipts before any ACK: got %v, want none", r)
 	}
-	mustHandle(t, a.Layer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	mustHandle(t, a.sinkLayer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
 	if r := a.Receipts(); !slices.Equal(r, []Receipt{{ID: id1, Acked: true}}) {
 		t.Fatalf("receipts after the ACK: got %v, want [{%d true}]", r, id1)
 	}
 	if r := a.Receipts(); len(r) != 0 {
 		t.Fatalf("receipts taken again: got %v, want none", r)
 	}
-	drain(a.Layer, t0.Add(MaxRTO))
+	drain(a.sinkLayer, t0.Add(MaxRTO))
 	if r := a.Receipts(); !slices.Equal(r, []Receipt{{ID: id2}}) {
 		t.Fatalf("receipts after the timeout: got %v, want [{%d false}]", r, id2)
 	}
@@ -315,31 +315,31 @@ func TestReceipts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newTestPeer(t, Config{})
-			id := mustSend(t, a.Layer, t0, msg(1, tc.size), tc.r, 0)
+			id := mustSend(t, a.sinkLayer, t0, msg(1, tc.size), tc.r, 0)
 			if id == 0 {
 				t.Fatalf("receipt id: got 0, want non-zero")
 			}
-			ds := drain(a.Layer, t0)
+			ds := drain(a.sinkLayer, t0)
 			all := wire.AckRange{Start: 0, End: wire.Uint24(len(ds) - 1)}
 			now := t0.Add(ms(10))
 			switch tc.fate {
 			case "ack":
-				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(false, all))
 			case "dup ack":
-				mustHandle(t, a.Layer, now, ackDatagram(false, all))
-				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(false, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(false, all))
 			case "nack":
-				mustHandle(t, a.Layer, now, ackDatagram(true, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(true, all))
 			case "nack then ack":
-				mustHandle(t, a.Layer, now, ackDatagram(true, all))
-				mustHandle(t, a.Layer, now, ackDatagram(false, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(true, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(false, all))
 			case "ack then nack":
-				mustHandle(t, a.Layer, now, ackDatagram(false, all))
-				mustHandle(t, a.Layer, now, ackDatagram(true, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(false, all))
+				mustHandle(t, a.sinkLayer, now, ackDatagram(true, all))
 			case "timeout":
 				now = t0.Add(InitialRTO)
 			}
-			resent := drain(a.Layer, now)
+			resent := drain(a.sinkLayer, now)
 			if tc.resend != (len(resent) > 0) {
 				t.Fatalf("resent %d datagrams, want resend %v", len(resent), tc.resend)
 			}
@@ -348,7 +348,7 @@ func TestReceipts(t *testing.T) {
 					t.Fatalf("receipts before the resend is acked: got %v, want none", r)
 				}
 				first := wire.Uint24(len(ds))
-				mustHandle(t, a.Layer, now.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: first, End: first + wire.Uint24(len(resent)-1)}))
+				mustHandle(t, a.sinkLayer, now.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: first, End: first + wire.Uint24(len(resent)-1)}))
 			}
 			var got []bool
 			for _, r := range a.receipts() {
@@ -429,8 +429,8 @@ func TestLateAckOfTimedOutDatagram(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestPeer(t, Config{})
-			mustSend(t, p.Layer, t0, []byte("last"), wire.ReliableOrdered, 0)
-			first := drain(p.Layer, t0)
+			mustSend(t, p.sinkLayer, t0, []byte("last"), wire.ReliableOrdered, 0)
+			first := drain(p.sinkLayer, t0)
 			if len(first) != 1 {
 				t.Fatalf("got %d datagrams, want 1", len(first))
 			}
@@ -438,17 +438,17 @@ func TestLateAckOfTimedOutDatagram(t *testing.T) {
 			later := p.NextDeadline(t0)
 			if !tc.resend {
 				p.onTimers(later)
-			} else if again := drain(p.Layer, later); len(again) != 1 {
+			} else if again := drain(p.sinkLayer, later); len(again) != 1 {
 				t.Fatalf("after the RTO: got %d datagrams, want the resend", len(again))
 			}
 			if p.Buffered() == 0 {
 				t.Fatal("nothing buffered after the timeout")
 			}
-			mustHandle(t, p.Layer, later.Add(ms(1)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
+			mustHandle(t, p.sinkLayer, later.Add(ms(1)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
 			if b := p.Buffered(); b != 0 {
 				t.Errorf("after the late ACK: %d bytes buffered, want 0", b)
 			}
-			if d := drain(p.Layer, later.Add(ms(2))); len(d) != 0 {
+			if d := drain(p.sinkLayer, later.Add(ms(2))); len(d) != 0 {
 				t.Errorf("after the late ACK: %d datagrams sent, want none (nothing to resend)", len(d))
 			}
 		})
@@ -459,11 +459,11 @@ func TestLateAckOfTimedOutDatagram(t *testing.T) {
 // number: the peer said it did not arrive.
 func TestNackedDatagramNotAckedLate(t *testing.T) {
 	p := newTestPeer(t, Config{})
-	mustSend(t, p.Layer, t0, []byte("x"), wire.ReliableOrdered, 0)
-	d := drain(p.Layer, t0)
+	mustSend(t, p.sinkLayer, t0, []byte("x"), wire.ReliableOrdered, 0)
+	d := drain(p.sinkLayer, t0)
 	n0, _ := decodeData(t, d[0])
-	mustHandle(t, p.Layer, t0.Add(ms(5)), ackDatagram(true, wire.AckRange{Start: n0, End: n0}))
-	mustHandle(t, p.Layer, t0.Add(ms(6)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
+	mustHandle(t, p.sinkLayer, t0.Add(ms(5)), ackDatagram(true, wire.AckRange{Start: n0, End: n0}))
+	mustHandle(t, p.sinkLayer, t0.Add(ms(6)), ackDatagram(false, wire.AckRange{Start: n0, End: n0}))
 	if p.Buffered() == 0 {
 		t.Error("a NACKed datagram's ACK acknowledged its frame")
 	}
@@ -514,18 +514,18 @@ func TestNackBudgetIgnoresNacks(t *testing.T) {
 	last, _ := decodeData(t, ds[len(ds)-1])
 	now := t0.Add(ms(5))
 	p.sent.nacks.tokens, p.sent.nacks.last = 3, now
-	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
+	mustHandle(t, p.sinkLayer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
 	st := p.Stats()
 	if st.DatagramsLost != 3 || st.NacksIgnored != 7 {
 		t.Errorf("after a NACK of 10 with 3 tokens: got %v lost, %v ignored, want 3, 7", st.DatagramsLost, st.NacksIgnored)
 	}
-	if got := len(drain(p.Layer, now)); got != 3 {
+	if got := len(drain(p.sinkLayer, now)); got != 3 {
 		t.Errorf("resent %d datagrams, want 3", got)
 	}
 	// One token later, the same NACK resends one more; the three resent
 	// are no longer in flight under their old numbers and cost nothing.
 	now = now.Add(nackToken)
-	mustHandle(t, p.Layer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
+	mustHandle(t, p.sinkLayer, now, ackDatagram(true, wire.AckRange{Start: first, End: last}))
 	if st := p.Stats(); st.DatagramsLost != 4 || st.NacksIgnored != 13 {
 		t.Errorf("a token later: got %v lost, %v ignored, want 4, 13", st.DatagramsLost, st.NacksIgnored)
 	}
@@ -534,7 +534,7 @@ func TestNackBudgetIgnoresNacks(t *testing.T) {
 	if !rto.Equal(t0.Add(InitialRTO)) {
 		t.Fatalf("RTO deadline: got %v, want %v", rto.Sub(t0), InitialRTO)
 	}
-	if got := len(drain(p.Layer, rto)); got != 6+1 {
+	if got := len(drain(p.sinkLayer, rto)); got != 6+1 {
 		t.Errorf("at the RTO: resent %d datagrams, want the 6 NACKed beyond the budget and the one NACK resent", got)
 	}
 }
@@ -576,15 +576,15 @@ func BenchmarkAck(b *testing.B) {
 		return ackDatagram(false, ranges...)
 	}
 	// A sender with 16 datagrams in flight (a pacing burst).
-	setup := func(b *testing.B) (*Layer, wire.AckRange) {
+	setup := func(b *testing.B) (*sinkLayer, wire.AckRange) {
 		p := newTestPeer(b, Config{})
 		for range pacingBurst {
-			mustSend(b, p.Layer, t0, make([]byte, p.MaxUnsplit(wire.Reliable)), wire.Reliable, 0)
+			mustSend(b, p.sinkLayer, t0, make([]byte, p.MaxUnsplit(wire.Reliable)), wire.Reliable, 0)
 		}
-		if got := len(drain(p.Layer, t0)); got != pacingBurst {
+		if got := len(drain(p.sinkLayer, t0)); got != pacingBurst {
 			b.Fatalf("sent %d datagrams, want %d", got, pacingBurst)
 		}
-		return p.Layer, wire.AckRange{Start: 0, End: pacingBurst - 1}
+		return p.sinkLayer, wire.AckRange{Start: 0, End: pacingBurst - 1}
 	}
 	for _, bc := range []struct {
 		name string
@@ -617,21 +617,21 @@ func BenchmarkAck(b *testing.B) {
 		for p.sent.hist.next-p.sent.hist.start < 2*wire.MaxAckRecords {
 			first := p.sent.hist.next
 			for range pacingBurst {
-				mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+				mustSend(b, p.sinkLayer, now, m, wire.Reliable, 0)
 			}
-			drain(p.Layer, now)
+			drain(p.sinkLayer, now)
 			now = now.Add(ms(1))
-			mustHandle(b, p.Layer, now, ackDatagram(false, wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)}))
+			mustHandle(b, p.sinkLayer, now, ackDatagram(false, wire.AckRange{Start: u24(first), End: u24(p.sent.hist.next - 1)}))
 		}
 		for range pacingBurst {
-			mustSend(b, p.Layer, now, m, wire.Reliable, 0)
+			mustSend(b, p.sinkLayer, now, m, wire.Reliable, 0)
 		}
-		drain(p.Layer, now)
+		drain(p.sinkLayer, now)
 		for n := p.sent.hist.next - wire.MaxAckRecords; n < p.sent.hist.next; n++ {
 			a.Ranges = append(a.Ranges, wire.AckRange{Start: u24(n), End: u24(n)})
 		}
 		d := a.Append(nil)
-		mustHandle(b, p.Layer, now.Add(ms(1)), d)
+		mustHandle(b, p.sinkLayer, now.Add(ms(1)), d)
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = p.handleT(now.Add(ms(1)), d)
@@ -648,7 +648,7 @@ func BenchmarkAck(b *testing.B) {
 		for b.Loop() {
 			first := p.sent.hist.next
 			for range pacingBurst {
-				_, _ = p.Send(now, m, wire.Reliable, 0)
+				_, _ = p.Send(m, wire.Reliable, 0)
 			}
 			for d := p.AppendDatagram(buf[:0], now); d != nil; d = p.AppendDatagram(buf[:0], now) {
 				buf = d
@@ -674,8 +674,8 @@ func BenchmarkAck(b *testing.B) {
 // RTO.
 func TestUnreliableDatagramArmsNoRTO(t *testing.T) {
 	p := newTestPeer(t, Config{})
-	mustSend(t, p.Layer, t0, []byte{0x03, 1, 2, 3}, wire.Unreliable, 0)
-	if got := len(drain(p.Layer, t0)); got != 1 {
+	mustSend(t, p.sinkLayer, t0, []byte{0x03, 1, 2, 3}, wire.Unreliable, 0)
+	if got := len(drain(p.sinkLayer, t0)); got != 1 {
 		t.Fatalf("got %d datagrams, want 1", got)
 	}
 	if d := p.NextDeadline(t0); !d.IsZero() {
@@ -683,24 +683,24 @@ func TestUnreliableDatagramArmsNoRTO(t *testing.T) {
 	}
 	window := p.Stats().Window
 	later := t0.Add(10 * InitialRTO)
-	drain(p.Layer, later)
+	drain(p.sinkLayer, later)
 	st := p.Stats()
 	if st.InFlight != 0 || st.Window != window || st.DatagramsLost != 0 || p.sent.rtt.backoff != 0 {
 		t.Errorf("after its RTO: got %d in flight, window %d, %d lost, backoff %d, want 0, %d, 0, 0", st.InFlight, st.Window, st.DatagramsLost, p.sent.rtt.backoff, window)
 	}
 	// Its ACK, late, is taken without complaint.
 	ack := wire.Ack{Ranges: []wire.AckRange{{Start: 0, End: 0}}}
-	mustHandle(t, p.Layer, later, ack.Append(nil))
+	mustHandle(t, p.sinkLayer, later, ack.Append(nil))
 
-	mustSend(t, p.Layer, later, []byte{0xfe, 1}, wire.Reliable, 0)
-	drain(p.Layer, later)
+	mustSend(t, p.sinkLayer, later, []byte{0xfe, 1}, wire.Reliable, 0)
+	drain(p.sinkLayer, later)
 	if d := p.NextDeadline(later); d.IsZero() || d.Sub(later) != p.sent.rtt.rto() {
 		t.Errorf("deadline after a reliable datagram: got %v, want the RTO %v", d.Sub(later), p.sent.rtt.rto())
 	}
 	if p.sent.waiting != 1 {
 		t.Errorf("got %d datagrams waited for, want 1", p.sent.waiting)
 	}
-	drain(p.Layer, later.Add(p.sent.rtt.rto()))
+	drain(p.sinkLayer, later.Add(p.sent.rtt.rto()))
 	if p.sent.waiting != 1 || p.Stats().DatagramsLost != 1 {
 		t.Errorf("after the reliable one's RTO: got %d waited for, %d lost, want 1 (its resend), 1", p.sent.waiting, p.Stats().DatagramsLost)
 	}

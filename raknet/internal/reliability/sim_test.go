@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/raknet/internal/simnet"
 	"github.com/basaltmc/basalt/raknet/internal/wire"
 )
 
@@ -24,58 +25,8 @@ type linkParams struct {
 
 // inflight is a datagram on the simulated wire.
 type inflight struct {
-	at  time.Time
-	seq int
-	to  int
-	b   []byte
-}
-
-// wireHeap orders datagrams on the wire by arrival time, then by send
-// order. It is typed rather than container/heap so that the simulated link
-// does not allocate per datagram and benchmarks measure the layers.
-type wireHeap []inflight
-
-func (h wireHeap) less(i, j int) bool {
-	if h[i].at.Equal(h[j].at) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].at.Before(h[j].at)
-}
-
-func (h *wireHeap) push(x inflight) {
-	*h = append(*h, x)
-	for i := len(*h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		(*h)[i], (*h)[p] = (*h)[p], (*h)[i]
-		i = p
-	}
-}
-
-func (h *wireHeap) pop() inflight {
-	old := *h
-	x := old[0]
-	n := len(old) - 1
-	old[0] = old[n]
-	old[n] = inflight{}
-	*h = old[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h.less(c+1, c) {
-			c++
-		}
-		if !h.less(c, i) {
-			break
-		}
-		(*h)[i], (*h)[c] = (*h)[c], (*h)[i]
-		i = c
-	}
-	return x
+	to int
+	b  []byte
 }
 
 // simLink connects two Layers through a lossy, duplicating, reordering
@@ -85,10 +36,9 @@ type simLink struct {
 	rng    *rand.Rand
 	p      linkParams
 	now    time.Time
-	layers [2]*Layer
+	layers [2]*sinkLayer
 	recv   [2][][]byte
-	wire   wireHeap
-	seq    int
+	wire   simnet.Queue[inflight]
 	buf    []byte
 	free   [][]byte // datagram buffers to reuse
 	errs   int
@@ -159,12 +109,11 @@ func (s *simLink) flush() {
 				if s.p.jitter > 0 {
 					delay += time.Duration(s.rng.Int64N(int64(s.p.jitter)))
 				}
-				s.seq++
 				var b []byte
 				if n := len(s.free); n > 0 {
 					b, s.free = s.free[n-1], s.free[:n-1]
 				}
-				s.wire.push(inflight{at: s.now.Add(delay), seq: s.seq, to: 1 - i, b: append(b[:0], d...)})
+				s.wire.Push(s.now.Add(delay), inflight{to: 1 - i, b: append(b[:0], d...)})
 			}
 		}
 		// A retransmission timeout reports an unreliable message lost.
@@ -175,10 +124,7 @@ func (s *simLink) flush() {
 // step advances the clock to the next event and processes it.
 func (s *simLink) step() bool {
 	s.flush()
-	next := time.Time{}
-	if len(s.wire) > 0 {
-		next = s.wire[0].at
-	}
+	next := s.wire.Next()
 	for _, l := range s.layers {
 		if d := l.NextDeadline(s.now); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
@@ -190,8 +136,7 @@ func (s *simLink) step() bool {
 	if next.After(s.now) {
 		s.now = next
 	}
-	for len(s.wire) > 0 && !s.wire[0].at.After(s.now) {
-		d := s.wire.pop()
+	for d, ok := s.wire.PopDue(s.now); ok; d, ok = s.wire.PopDue(s.now) {
 		if err := s.layers[d.to].handleT(s.now, d.b); err != nil {
 			s.errs++
 			if !s.refusals {
@@ -227,7 +172,7 @@ func (s *simLink) run(limit time.Duration, cond func() bool) {
 func (s *simLink) send(dir int, p []byte, r wire.Reliability, ch uint8) uint32 {
 	s.t.Helper()
 	for range 1_000_000 {
-		id, err := s.layers[dir].Send(s.now, p, r, ch)
+		id, err := s.layers[dir].Send(p, r, ch)
 		if err == nil {
 			return id
 		}
@@ -433,7 +378,7 @@ func TestSimulatedLinkMixed(t *testing.T) {
 			s.run(time.Hour, done)
 			// Let late duplicates, ACKs and receipts settle.
 			s.run(time.Hour, func() bool {
-				return len(s.wire) == 0 && idle(s.layers[0]) && idle(s.layers[1]) && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
+				return s.wire.Len() == 0 && idle(s.layers[0]) && idle(s.layers[1]) && s.layers[0].NextDeadline(s.now).IsZero() && s.layers[1].NextDeadline(s.now).IsZero()
 			})
 			for dir, m := range sides {
 				checkMixSide(t, dir, m, s.receipts[dir], tc.p.loss == 0)
@@ -487,7 +432,7 @@ func checkMixSide(t *testing.T, dir int, m *mixSide, receipts []Receipt, lossles
 // checkWrapped checks that every u24 counter the traffic from a to b used
 // passed 2^24: datagram numbers, reliable indexes, order and sequence
 // indexes, on the sending and the receiving side.
-func checkWrapped(t *testing.T, a, b *Layer) {
+func checkWrapped(t *testing.T, a, b *sinkLayer) {
 	t.Helper()
 	wrapLimit := uint64(absBase) + 1<<24
 	counters := []struct {

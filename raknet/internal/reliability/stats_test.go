@@ -11,14 +11,14 @@ import (
 func TestNacksReceivedCounted(t *testing.T) {
 	a := newTestPeer(t, Config{})
 	for i := range 3 {
-		mustSend(t, a.Layer, t0, msg(i, 100), wire.Reliable, 0)
-		if got := len(drain(a.Layer, t0)); got != 1 {
+		mustSend(t, a.sinkLayer, t0, msg(i, 100), wire.Reliable, 0)
+		if got := len(drain(a.sinkLayer, t0)); got != 1 {
 			t.Fatalf("message %d: sent %d datagrams, want 1", i, got)
 		}
 	}
-	mustHandle(t, a.Layer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
-	mustHandle(t, a.Layer, t0.Add(ms(11)), ackDatagram(true, wire.AckRange{Start: 1, End: 1}))
-	mustHandle(t, a.Layer, t0.Add(ms(12)), ackDatagram(true, wire.AckRange{Start: 2, End: 2}))
+	mustHandle(t, a.sinkLayer, t0.Add(ms(10)), ackDatagram(false, wire.AckRange{Start: 0, End: 0}))
+	mustHandle(t, a.sinkLayer, t0.Add(ms(11)), ackDatagram(true, wire.AckRange{Start: 1, End: 1}))
+	mustHandle(t, a.sinkLayer, t0.Add(ms(12)), ackDatagram(true, wire.AckRange{Start: 2, End: 2}))
 	// A NACK of numbers never sent is dropped whole, uncounted.
 	if err := a.handleT(t0.Add(ms(13)), ackDatagram(true, wire.AckRange{Start: 9000, End: 9001})); err == nil {
 		t.Fatal("NACK of datagrams never sent: got no error")
@@ -43,13 +43,13 @@ func TestDataReceivedSpan(t *testing.T) {
 		}
 	}
 	check("before any", 0, 0)
-	mustHandle(t, b.Layer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
-	mustHandle(t, b.Layer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
-	mustHandle(t, b.Layer, t0, dataDatagram(4, reliableFrame(2, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(0, reliableFrame(0, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(4, reliableFrame(2, []byte{1})))
 	check("with a gap", 3, 5)
-	mustHandle(t, b.Layer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(1, reliableFrame(1, []byte{1})))
 	check("after a duplicate", 3, 5)
-	mustHandle(t, b.Layer, t0, dataDatagram(2, reliableFrame(3, []byte{1})))
+	mustHandle(t, b.sinkLayer, t0, dataDatagram(2, reliableFrame(3, []byte{1})))
 	check("a gap partly filled", 4, 5)
 	// ACKs and NACKs are no data.
 	_ = b.handleT(t0, ackDatagram(false, wire.AckRange{Start: 0, End: 0}))

@@ -121,8 +121,7 @@ type Network struct {
 	conds       map[linkKey]Conditions
 	links       map[linkKey]*link
 	stats       Stats
-	events      eventHeap
-	seq         uint64
+	events      Queue[event]
 	timer       *time.Timer
 	timerAt     time.Time // when timer fires; zero when it is not armed
 }
@@ -212,7 +211,7 @@ func (n *Network) Sockets() []netip.AddrPort {
 func (n *Network) InFlight() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.events)
+	return n.events.Len()
 }
 
 // ListenPacket opens a socket, as net.ListenPacket does for "udp", "udp4"
@@ -404,18 +403,17 @@ func (n *Network) send(src *Conn, k linkKey, c *Conditions, b []byte, now time.T
 			src.stats.Duplicated++
 			n.stats.Duplicated++
 		}
-		n.seq++
-		n.events.push(event{at: at, seq: n.seq, from: k.from, to: k.to, b: p, src: src.stats})
+		n.events.Push(at, event{from: k.from, to: k.to, b: p, src: src.stats})
 	}
 	n.arm(now)
 }
 
 // arm makes the timer fire by the earliest arrival. n.mu is held.
 func (n *Network) arm(now time.Time) {
-	if len(n.events) == 0 {
+	if n.events.Len() == 0 {
 		return
 	}
-	next := n.events[0].at
+	next := n.events.Next()
 	if !n.timerAt.IsZero() && !next.Before(n.timerAt) {
 		return
 	}
@@ -433,8 +431,7 @@ func (n *Network) fire() {
 	defer n.mu.Unlock()
 	now := time.Now()
 	n.timerAt = time.Time{}
-	for len(n.events) > 0 && !n.events[0].at.After(now) {
-		e := n.events.pop()
+	for e, ok := n.events.PopDue(now); ok; e, ok = n.events.PopDue(now) {
 		n.deliver(&e)
 	}
 	n.arm(now)
@@ -465,58 +462,9 @@ func (n *Network) deliver(e *event) {
 
 // event is a datagram on its way.
 type event struct {
-	at       time.Time
-	seq      uint64
 	from, to netip.AddrPort
 	b        []byte
 	src      *Stats // the sender's counters
-}
-
-// eventHeap orders datagrams by arrival, then by the order they were
-// sent, so datagrams that arrive together are delivered as they left.
-type eventHeap []event
-
-func (h eventHeap) less(i, j int) bool {
-	if h[i].at.Equal(h[j].at) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].at.Before(h[j].at)
-}
-
-func (h *eventHeap) push(e event) {
-	*h = append(*h, e)
-	for i := len(*h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		(*h)[i], (*h)[p] = (*h)[p], (*h)[i]
-		i = p
-	}
-}
-
-func (h *eventHeap) pop() event {
-	old := *h
-	e := old[0]
-	last := len(old) - 1
-	old[0] = old[last]
-	old[last] = event{}
-	*h = old[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.less(l, m) {
-			m = l
-		}
-		if r < last && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		(*h)[i], (*h)[m] = (*h)[m], (*h)[i]
-		i = m
-	}
-	return e
 }
 
 // errMissingAddress is returned by WriteTo without an address, as net's.

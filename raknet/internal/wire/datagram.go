@@ -4,12 +4,12 @@ import "fmt"
 
 // Datagram header flags. The first byte of every connected datagram is a
 // bit field: 0x80 marks a valid RakNet datagram, 0x40 an ACK, 0x20 a NACK;
-// data datagrams may carry the other bits (senders use 0x84).
+// data datagrams may carry the other bits (senders use 0x84). Bit 0x10
+// (packet pair) is obsolete: nothing here sets or reads it.
 const (
 	FlagValid          byte = 0x80
 	FlagACK            byte = 0x40
 	FlagNACK           byte = 0x20
-	FlagPacketPair     byte = 0x10
 	FlagContinuousSend byte = 0x08
 	FlagNeedsBAndAS    byte = 0x04
 )
