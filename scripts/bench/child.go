@@ -40,12 +40,24 @@ var children struct {
 
 // startChild runs `bench server -control` for im and m on 127.0.0.1:0.
 func startChild(im impl, m mode) (*child, error) {
+	c, err := startChildArgs("server", "-addr", "127.0.0.1:0",
+		"-mode", string(m), "-impl", string(im), "-control")
+	if err != nil {
+		return nil, fmt.Errorf("start %s %s server: %w", im, m, err)
+	}
+	c.im, c.mode = im, m
+	return c, nil
+}
+
+// startChildArgs runs this program with args, a command that prints
+// "listening ADDR" once it serves and answers control commands on stdin.
+// A test binary runs them from its TestMain.
+func startChildArgs(args ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	cmd := exec.Command(exe, "server", "-addr", "127.0.0.1:0",
-		"-mode", string(m), "-impl", string(im), "-control")
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -56,9 +68,9 @@ func startChild(im impl, m mode) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s %s server: %w", im, m, err)
+		return nil, err
 	}
-	c := &child{im: im, mode: m, cmd: cmd, pid: cmd.Process.Pid, in: in,
+	c := &child{cmd: cmd, pid: cmd.Process.Pid, in: in,
 		lines: make(chan string, 16), exit: make(chan struct{})}
 	children.Lock()
 	if children.m == nil {
@@ -78,7 +90,7 @@ func startChild(im impl, m mode) (*child, error) {
 	line, err := c.line("listening ")
 	if err != nil {
 		c.stop()
-		return nil, fmt.Errorf("start %s %s server: %w", im, m, err)
+		return nil, err
 	}
 	c.addr = line
 	return c, nil

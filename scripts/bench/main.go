@@ -7,6 +7,7 @@
 //	    [-idle N] [-duration D] [-tick-clients 100,1000] [-phases a,b]
 //	    [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
 //	go run ./scripts/bench floor [-clients N] [-duration D] [-acks=true|false] [-extra N]
+//	go run ./scripts/bench players [-n N] [-duration D] [-runs N] [-transports raknet,nethernet]
 //
 // server runs an echo server (every packet is written back) or a sink
 // (packets and bytes are counted per connection; the 4-byte packet
@@ -33,6 +34,16 @@
 // floor measures the game-tick traffic against a server that only moves
 // datagrams (plain UDP, a goroutine hand-off per message, no RakNet): the
 // floor under the tick phases' server CPU per client on this machine.
+//
+// players is the players phase, one layer up: N Bedrock players
+// (gophertunnel's client) join, spawn and send PlayerAuthInput at 20 Hz
+// and /list once a second, against Basalt's lobby and against
+// gophertunnel's own listener (the anchor), over RakNet and over
+// NetherNet (ICE on loopback only), each player from its own loopback
+// address. Each server runs as a child process (`bench player-server`)
+// so that its CPU time and memory are read from /proc apart from the
+// clients'. It prints per player the server CPU, RSS, goroutines and the
+// join p50/p99, and Basalt's ratio to gophertunnel in the same run.
 package main
 
 import (
@@ -61,6 +72,10 @@ func main() {
 		err = cmdFloor(os.Args[2:])
 	case "floor-server":
 		err = cmdFloorServer(os.Args[2:])
+	case "players":
+		err = cmdPlayers(os.Args[2:])
+	case "player-server":
+		err = cmdPlayerServer(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		usage()
 		return
@@ -87,5 +102,7 @@ func usage() {
             [-cap-start N] [-cap-max N] [-cap-steps N] [-cap-duration D]
             [-phases ping,handshake,...] [-loss 1,5,10]
   bench floor [-clients N] [-duration D] [-acks=true|false] [-extra N]
+  bench players [-n N] [-duration D] [-settle D] [-dialers N] [-runs N]
+                [-transports raknet,nethernet] [-cpuprofile DIR]
 `)
 }

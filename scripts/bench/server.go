@@ -72,8 +72,7 @@ type server struct {
 	// have ended, so that the totals do not fall when one does.
 	endedIn, endedOut atomic.Uint64
 
-	profMu sync.Mutex
-	prof   *os.File // the CPU profile being written, if any
+	prof profiler
 
 	// resid is how long echoes were held, ReadPacket to Write returning;
 	// sched0 is the scheduling-latency histogram at the last reset.
@@ -230,10 +229,24 @@ func (s *server) datagramsLine() string {
 
 // startProfile starts writing a CPU profile to path, ending any profile
 // already being written.
-func (s *server) startProfile(path string) error {
-	s.profMu.Lock()
-	defer s.profMu.Unlock()
-	s.stopProfileLocked()
+func (s *server) startProfile(path string) error { return s.prof.start(path) }
+
+// stopProfile ends the CPU profile being written, if any.
+func (s *server) stopProfile() error { return s.prof.stop() }
+
+// profiler writes the process's CPU profile on command. Its methods are
+// safe for concurrent use; the zero value writes none.
+type profiler struct {
+	mu sync.Mutex
+	f  *os.File // the CPU profile being written, if any
+}
+
+// start starts writing a CPU profile to path, ending any profile already
+// being written.
+func (p *profiler) start(path string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.stopLocked()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -242,24 +255,24 @@ func (s *server) startProfile(path string) error {
 		_ = f.Close()
 		return err
 	}
-	s.prof = f
+	p.f = f
 	return nil
 }
 
-// stopProfile ends the CPU profile being written, if any.
-func (s *server) stopProfile() error {
-	s.profMu.Lock()
-	defer s.profMu.Unlock()
-	return s.stopProfileLocked()
+// stop ends the CPU profile being written, if any.
+func (p *profiler) stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopLocked()
 }
 
-func (s *server) stopProfileLocked() error {
-	if s.prof == nil {
+func (p *profiler) stopLocked() error {
+	if p.f == nil {
 		return nil
 	}
 	pprof.StopCPUProfile()
-	err := s.prof.Close()
-	s.prof = nil
+	err := p.f.Close()
+	p.f = nil
 	return err
 }
 

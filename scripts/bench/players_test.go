@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/netip"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPlayersPhase runs the players phase briefly: a few players join
+// each server over each transport, play for a second and are measured.
+func TestPlayersPhase(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the players phase reads the server's CPU and memory from /proc")
+	}
+	const n = 3
+	cfg := playersConfig{n: n, dur: time.Second, settle: 200 * time.Millisecond, dialers: 2, runs: 1, log: io.Discard}
+	for _, tr := range []transport{transportRakNet, transportNetherNet} {
+		for _, im := range playerImpls {
+			t.Run(string(im)+" "+string(tr), func(t *testing.T) {
+				t.Parallel()
+				r := measurePlayers(cfg, im, tr)
+				if r.err != nil {
+					t.Fatalf("got %v, want nil", r.err)
+				}
+				if r.joined != n || r.fails != 0 || r.inWorld != n {
+					t.Fatalf("got %d joined, %d failed, %d in the world, want %d, 0, %d", r.joined, r.fails, r.inWorld, n, n)
+				}
+				if r.joins.N != n || r.joins.P50 <= 0 || r.joins.P99 < r.joins.P50 {
+					t.Errorf("join latencies %v, want %d with 0 < p50 <= p99", r.joins, n)
+				}
+				// The players send 20 ticks a second and ask for /list
+				// once: on a loaded machine under -race, at least a
+				// quarter of that arrives.
+				if r.ticks < 5 || r.lists < 0.25 {
+					t.Errorf("got %.1f ticks/s and %.2f /list answers/s per player, want >= 5 and >= 0.25", r.ticks, r.lists)
+				}
+				if r.cpu <= 0 || r.gor <= 0 {
+					t.Errorf("got server CPU %.2f ms/s and %.1f goroutines per player, want both > 0", r.cpu, r.gor)
+				}
+			})
+		}
+	}
+}
+
+func TestPrintPlayers(t *testing.T) {
+	res := func(im playerImpl, tr transport, cpu, rss float64, p50 time.Duration) playersResult {
+		return playersResult{im: im, t: tr, run: 1, joined: 10, joins: latencies{N: 10, P50: p50, P99: 2 * p50},
+			cpu: cpu, rssKiB: rss, gor: 2}
+	}
+	rs := []playersResult{
+		res(playerBasalt, transportRakNet, 2, 300, 20*time.Millisecond),
+		res(playerGophertunnel, transportRakNet, 4, 200, 10*time.Millisecond),
+		{im: playerBasalt, t: transportNetherNet, run: 1},
+		res(playerGophertunnel, transportNetherNet, 4, 900, 25*time.Millisecond),
+	}
+	var b bytes.Buffer
+	printPlayers(&b, playersConfig{n: 10, dur: time.Second}, rs)
+	out := b.String()
+	for _, want := range []string{
+		"| 1 | basalt | raknet | 10 of 10 | 20.0 / 40.0 | 2.00 | 300 | 2.0 | 500 |",
+		"| 1 | gophertunnel | raknet | 10 of 10 | 10.0 / 20.0 | 4.00 | 200 | 2.0 | 250 |",
+		"| 1 | basalt | nethernet | 0 of 10 | - | - | - | - | - |",
+		"| 1 | raknet | 2.00x | 0.50x | 1.50x | 1.00x |",
+		"| 1 | nethernet | - | - | - | - |",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("got\n%s\nwant a line %q", out, want)
+		}
+	}
+}
+
+func TestPlayerAddr(t *testing.T) {
+	tests := []struct {
+		i    int
+		want string
+	}{{0, "127.0.10.1"}, {249, "127.0.10.250"}, {250, "127.0.11.1"}, {1999, "127.0.17.250"}}
+	seen := make(map[netip.Addr]bool)
+	for _, tc := range tests {
+		a := playerAddr(tc.i)
+		if a.String() != tc.want || !a.IsLoopback() {
+			t.Errorf("playerAddr(%d): got %v, want loopback %s", tc.i, a, tc.want)
+		}
+	}
+	for i := range 2000 {
+		a := playerAddr(i)
+		if seen[a] {
+			t.Fatalf("playerAddr(%d): got %v twice", i, a)
+		}
+		seen[a] = true
+	}
+}
+
+func TestIsListAnswer(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want bool
+	}{
+		{"2 players in the lobby: Alex, Steve", true},
+		{"1 player in the lobby: Steve", true},
+		{"Steve joined the lobby", false},
+		{"Hello Steve, this is the lobby.", false},
+	}
+	for _, tc := range tests {
+		if got := isListAnswer(tc.msg); got != tc.want {
+			t.Errorf("isListAnswer(%q): got %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}
