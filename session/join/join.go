@@ -192,7 +192,10 @@ func (j *Join) handlePackResponse(pk *packet.ResourcePackClientResponse) error {
 			return nil
 		}
 		j.setPhase(PhaseStack)
-		return j.write(&packet.ResourcePackStack{BaseGameVersion: j.s.Version().Name})
+		// Flushed: the client waits for the stack before it says
+		// Completed, so a stack left to the flush interval would add it
+		// to every join.
+		return j.writeAll([]packet.Packet{&packet.ResourcePackStack{BaseGameVersion: j.s.Version().Name}})
 	case packet.PackResponseCompleted:
 		if p := j.Phase(); p != PhasePacks && p != PhaseStack {
 			return nil

@@ -36,9 +36,15 @@ func (w *world) HandlePacket(_ *session.Session, pk packet.Packet) error {
 // speaking protocol p.
 func start(t *testing.T, gd join.GameData, p int32) (*world, *packetstest.Client) {
 	t.Helper()
+	return startFlush(t, gd, p, 0)
+}
+
+// startFlush is start with the session's FlushInterval.
+func startFlush(t *testing.T, gd join.GameData, p int32, flush time.Duration) (*world, *packetstest.Client) {
+	t.Helper()
 	w := &world{spawned: make(chan struct{})}
 	server, client := packetstest.Pipe()
-	s := session.New(server, session.Config{NewHandler: func(s *session.Session) (session.Handler, error) {
+	s := session.New(server, session.Config{FlushInterval: flush, NewHandler: func(s *session.Session) (session.Handler, error) {
 		j, err := join.Start(s, packets.Codec{}, gd)
 		if err != nil {
 			return nil, err
@@ -163,6 +169,37 @@ func TestSpawn(t *testing.T) {
 
 // TestWrongRuntimeID checks that SetLocalPlayerAsInitialised must name
 // StartGame's runtime ID.
+// TestStepsFlushed joins with a flush interval longer than the test: every
+// answer the client waits for before its next step must be flushed at
+// once, or the join waits a flush interval for it.
+func TestStepsFlushed(t *testing.T) {
+	leaktest.Check(t)
+	for _, tc := range []struct {
+		name string
+		pack packet.ResourcePackClientResponse
+	}{
+		{"all packs downloaded", packet.ResourcePackClientResponse{Response: packet.PackResponseAllPacksDownloaded}},
+		{"send no packs", packet.ResourcePackClientResponse{Response: packet.PackResponseSendPacks}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, c := startFlush(t, join.GameData{EntityID: 7, MaxChunkRadius: 1}, packets.Protocols()[0], time.Hour)
+			expect[*packet.ResourcePacksInfo](t, c)
+			send(t, c, &tc.pack)
+			expect[*packet.ResourcePackStack](t, c)
+			send(t, c, &packet.ResourcePackClientResponse{Response: packet.PackResponseCompleted})
+			expect[*packet.StartGame](t, c)
+			send(t, c, &packet.RequestChunkRadius{ChunkRadius: 4})
+			expect[*packet.PlayStatus](t, c)
+			send(t, c, &packet.SetLocalPlayerAsInitialised{EntityRuntimeID: 7})
+			select {
+			case <-w.spawned:
+			case <-time.After(wait):
+				t.Fatal("not spawned")
+			}
+		})
+	}
+}
+
 func TestWrongRuntimeID(t *testing.T) {
 	leaktest.Check(t)
 	w, c := start(t, join.GameData{EntityID: 7}, packets.BaseProtocol)
