@@ -136,22 +136,9 @@ var processKey = sync.OnceValue(func() *ecdsa.PrivateKey {
 // parseClientKey parses a Login's identity public key: base64 (standard
 // alphabet, padding optional) of a PKIX DER P-384 key.
 func parseClientKey(b64 string) (*ecdh.PublicKey, error) {
-	if b64 == "" {
-		return nil, errors.New("no identity public key")
-	}
-	der, err := base64.StdEncoding.DecodeString(b64)
+	ek, err := ParsePublicKey(b64)
 	if err != nil {
-		if der, err = base64.RawStdEncoding.DecodeString(b64); err != nil {
-			return nil, fmt.Errorf("identity public key: %w", err)
-		}
-	}
-	pub, err := x509.ParsePKIXPublicKey(der)
-	if err != nil {
-		return nil, fmt.Errorf("identity public key: %w", err)
-	}
-	ek, ok := pub.(*ecdsa.PublicKey)
-	if !ok || ek.Curve != elliptic.P384() {
-		return nil, errors.New("identity public key is not a P-384 ECDSA key")
+		return nil, err
 	}
 	k, err := ek.ECDH()
 	if err != nil {

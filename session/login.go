@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/md5"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -248,26 +247,6 @@ func readLEBytes(b []byte, max int) (v, rest []byte, err error) {
 	return b[:l], b[l:], nil
 }
 
-// chainClaims are the claims of a chain JWT; the last one of an Xbox chain
-// (and the only one of a self-signed chain) carries extraData.
-type chainClaims struct {
-	IdentityPublicKey string `json:"identityPublicKey"`
-	ExtraData         struct {
-		DisplayName string `json:"displayName"`
-		XUID        string `json:"XUID"`
-		Identity    string `json:"identity"`
-	} `json:"extraData"`
-}
-
-// tokenClaims are the identity claims of the multiplayer token that
-// 1.26.10+ clients send beside the chain.
-type tokenClaims struct {
-	XName   string `json:"xname"`
-	XID     string `json:"xid"`
-	LegUUID string `json:"leguuid"`
-	CPK     string `json:"cpk"`
-}
-
 // clientDataClaims are the fields of the client-data JWT the session reads,
 // which the client is free to set.
 type clientDataClaims struct {
@@ -363,7 +342,7 @@ func parseLoginPayload(payload []byte) (Identity, connectionRequest, error) {
 		}
 		id.UUID = u
 	case xuid != "":
-		id.UUID = uuidFromXUID(xuid)
+		id.UUID = UUIDFromXUID(xuid)
 	}
 	return id, req, nil
 }
@@ -372,12 +351,12 @@ func parseLoginPayload(payload []byte) (Identity, connectionRequest, error) {
 // is the client data, if ok.
 func (c *connectionRequest) identity(cd clientDataClaims, ok bool) (name, xuid, ident string) {
 	for i := len(c.Chain) - 1; i >= 0; i-- {
-		var cl chainClaims
+		var cl ChainClaims
 		if jwtClaims(c.Chain[i], &cl) && cl.ExtraData.DisplayName != "" {
 			return cl.ExtraData.DisplayName, cl.ExtraData.XUID, cl.ExtraData.Identity
 		}
 	}
-	var tok tokenClaims
+	var tok TokenClaims
 	if jwtClaims(c.Token, &tok) && tok.XName != "" {
 		return tok.XName, tok.XID, tok.LegUUID
 	}
@@ -394,12 +373,12 @@ func (c *connectionRequest) identity(cd clientDataClaims, ok bool) (name, xuid, 
 // carries it: the token's cpk, as gophertunnel prefers it, or else the
 // identityPublicKey of the last chain JWT that has one.
 func (c *connectionRequest) publicKey() string {
-	var tok tokenClaims
+	var tok TokenClaims
 	if jwtClaims(c.Token, &tok) && tok.CPK != "" {
 		return tok.CPK
 	}
 	for i := len(c.Chain) - 1; i >= 0; i-- {
-		var cl chainClaims
+		var cl ChainClaims
 		if jwtClaims(c.Chain[i], &cl) && cl.IdentityPublicKey != "" {
 			return cl.IdentityPublicKey
 		}
@@ -461,18 +440,4 @@ func validateXUID(xuid string) error {
 		}
 	}
 	return nil
-}
-
-// uuidFromXUID derives the identity UUID of a player from its XUID: an MD5
-// (version 3) UUID of "pocket-auth-1-xuid:" + XUID, as gophertunnel derives
-// it for logins that carry only the multiplayer token.
-func uuidFromXUID(xuid string) uuid.UUID {
-	h := md5.New()
-	h.Write([]byte("pocket-auth-1-xuid:"))
-	h.Write([]byte(xuid))
-	var id uuid.UUID
-	copy(id[:], h.Sum(nil))
-	id[6] = id[6]&0x0f | 0x30 // version 3
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
-	return id
 }

@@ -37,7 +37,7 @@ func TestParseLogin(t *testing.T) {
 		{"empty chain element and a token, as gophertunnel sends",
 			loginPayload(CurrentProtocol, newFormChain(t, []string{""}, token), clientData),
 			Identity{DisplayName: "Tokenized", XUID: "2535400000000002",
-				UUID: uuidFromXUID("2535400000000002"), Protocol: CurrentProtocol}},
+				UUID: UUIDFromXUID("2535400000000002"), Protocol: CurrentProtocol}},
 		{"token with leguuid",
 			loginPayload(CurrentProtocol, newFormChain(t, nil, fakeJWT(t, map[string]any{
 				"xname": "Guest", "leguuid": steveUUID.String()})), clientData),
@@ -54,7 +54,7 @@ func TestParseLogin(t *testing.T) {
 		{"padded and standard base64",
 			loginPayload(CurrentProtocol, legacy(stdPaddedJWT(t, map[string]any{"extraData": map[string]any{
 				"displayName": "Pad~?>", "XUID": "1"}})), ""),
-			Identity{DisplayName: "Pad~?>", XUID: "1", UUID: uuidFromXUID("1"), Protocol: CurrentProtocol}},
+			Identity{DisplayName: "Pad~?>", XUID: "1", UUID: UUIDFromXUID("1"), Protocol: CurrentProtocol}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestUUIDFromXUID(t *testing.T) {
 	// The MD5 of "pocket-auth-1-xuid:2535400000000001" with version 3 and
 	// RFC 4122 variant bits, as gophertunnel v1.62.0 computes it (checked
 	// with Python's hashlib).
-	got := uuidFromXUID("2535400000000001")
+	got := UUIDFromXUID("2535400000000001")
 	if got.Version() != 3 || got.Variant() != uuid.RFC4122 {
 		t.Errorf("got version %d variant %v, want 3 RFC4122", got.Version(), got.Variant())
 	}

@@ -2,9 +2,6 @@ package session
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 )
@@ -93,19 +90,9 @@ func keyMatches(b64 string, want *ecdsa.PublicKey) error {
 	if b64 == "" {
 		return errors.New("login carries no identity public key")
 	}
-	der, err := base64.StdEncoding.DecodeString(b64)
+	k, err := ParsePublicKey(b64)
 	if err != nil {
-		if der, err = base64.RawStdEncoding.DecodeString(b64); err != nil {
-			return fmt.Errorf("identity public key: %w", err)
-		}
-	}
-	pub, err := x509.ParsePKIXPublicKey(der)
-	if err != nil {
-		return fmt.Errorf("identity public key: %w", err)
-	}
-	k, ok := pub.(*ecdsa.PublicKey)
-	if !ok || k.Curve != elliptic.P384() {
-		return errors.New("identity public key is not a P-384 ECDSA key")
+		return err
 	}
 	if !k.Equal(want) {
 		return errors.New("identity public key differs from the transport's")

@@ -3,9 +3,6 @@ package auth
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -297,33 +294,13 @@ func verifyClientData(cd string, key *ecdsa.PublicKey) error {
 	return err
 }
 
-// ParsePublicKey parses the base64 (standard alphabet) of a PKIX DER P-384
-// public key, as Logins carry keys.
-func ParsePublicKey(b64 string) (*ecdsa.PublicKey, error) {
-	der, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, fmt.Errorf("public key: %w", err)
-	}
-	k, err := x509.ParsePKIXPublicKey(der)
-	if err != nil {
-		return nil, fmt.Errorf("public key: %w", err)
-	}
-	ek, ok := k.(*ecdsa.PublicKey)
-	if !ok || ek.Curve != elliptic.P384() {
-		return nil, errors.New("public key: not a P-384 ECDSA key")
-	}
-	return ek, nil
-}
+// ParsePublicKey parses a key as Logins carry it: base64 (standard
+// alphabet) of a PKIX DER P-384 public key. It is session.ParsePublicKey.
+func ParsePublicKey(b64 string) (*ecdsa.PublicKey, error) { return session.ParsePublicKey(b64) }
 
 // MarshalPublicKey returns key as Logins carry it: base64 (standard
-// alphabet) of its PKIX DER form.
-func MarshalPublicKey(key *ecdsa.PublicKey) string {
-	der, err := x509.MarshalPKIXPublicKey(key)
-	if err != nil {
-		return ""
-	}
-	return base64.StdEncoding.EncodeToString(der)
-}
+// alphabet) of its PKIX DER form. It is session.MarshalPublicKey.
+func MarshalPublicKey(key *ecdsa.PublicKey) string { return session.MarshalPublicKey(key) }
 
 // sameIssuer reports whether two issuer URLs name the same issuer,
 // ignoring a trailing slash.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/basaltmc/basalt/session"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
@@ -13,15 +14,11 @@ import (
 // chainIssuer is the issuer of the JWTs Mojang signs in a legacy chain.
 const chainIssuer = "Mojang"
 
-// chainClaims are the claims of a legacy chain JWT.
+// chainClaims are the claims of a legacy chain JWT: the registered ones
+// and the identity the session reads.
 type chainClaims struct {
 	jwt.Claims
-	IdentityPublicKey string `json:"identityPublicKey"`
-	ExtraData         struct {
-		DisplayName string `json:"displayName"`
-		XUID        string `json:"XUID"`
-		Identity    string `json:"identity"`
-	} `json:"extraData"`
+	session.ChainClaims
 }
 
 // verifyChain checks a legacy certificate chain: exactly three ES384 JWTs,
@@ -76,7 +73,7 @@ func verifyChain(chain []string, roots []*ecdsa.PublicKey, now time.Time) (Resul
 	if x.XUID == "" || x.DisplayName == "" {
 		return Result{}, fmt.Errorf("%w: chain names no XUID or name", ErrNotSignedIn)
 	}
-	r := Result{DisplayName: x.DisplayName, XUID: x.XUID, PublicKey: key, UUID: uuidFromXUID(x.XUID), Legacy: true}
+	r := Result{DisplayName: x.DisplayName, XUID: x.XUID, PublicKey: key, UUID: session.UUIDFromXUID(x.XUID), Legacy: true}
 	if x.Identity != "" {
 		if r.UUID, err = uuid.Parse(x.Identity); err != nil {
 			return Result{}, fmt.Errorf("%w: chain identity: %w", ErrNotSignedIn, err)

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/md5"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/basaltmc/basalt/session"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/google/uuid"
@@ -361,14 +361,6 @@ func (w keySetView) VerifySignature(ctx context.Context, raw string) ([]byte, er
 	return nil, fmt.Errorf("unknown key id %q", kid)
 }
 
-// tokenClaims are the claims of a multiplayer token that name the player.
-type tokenClaims struct {
-	XID     string `json:"xid"`
-	XName   string `json:"xname"`
-	CPK     string `json:"cpk"`
-	LegUUID string `json:"leguuid"`
-}
-
 // verifyToken checks a multiplayer token with go-oidc against the key set
 // in force and returns who it names.
 func (v *Verifier) verifyToken(ctx context.Context, raw string) (Result, error) {
@@ -387,7 +379,7 @@ func (v *Verifier) verifyToken(ctx context.Context, raw string) (Result, error) 
 	if !sameIssuer(idt.Issuer, ks.issuer) {
 		return Result{}, fmt.Errorf("%w: token issued by %q, want %q", ErrNotSignedIn, idt.Issuer, ks.issuer)
 	}
-	var c tokenClaims
+	var c session.TokenClaims
 	if err := idt.Claims(&c); err != nil {
 		return Result{}, fmt.Errorf("%w: token claims: %w", ErrNotSignedIn, err)
 	}
@@ -398,25 +390,11 @@ func (v *Verifier) verifyToken(ctx context.Context, raw string) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: token cpk: %w", ErrNotSignedIn, err)
 	}
-	r := Result{DisplayName: c.XName, XUID: c.XID, PublicKey: key, UUID: uuidFromXUID(c.XID)}
+	r := Result{DisplayName: c.XName, XUID: c.XID, PublicKey: key, UUID: session.UUIDFromXUID(c.XID)}
 	if c.LegUUID != "" {
 		if r.UUID, err = uuid.Parse(c.LegUUID); err != nil {
 			return Result{}, fmt.Errorf("%w: token leguuid: %w", ErrNotSignedIn, err)
 		}
 	}
 	return r, nil
-}
-
-// uuidFromXUID derives a player's identity UUID from its XUID, as the
-// session and gophertunnel do for logins carrying only a token: an MD5
-// (version 3) UUID of "pocket-auth-1-xuid:" + XUID.
-func uuidFromXUID(xuid string) uuid.UUID {
-	h := md5.New()
-	h.Write([]byte("pocket-auth-1-xuid:"))
-	h.Write([]byte(xuid))
-	var id uuid.UUID
-	copy(id[:], h.Sum(nil))
-	id[6] = id[6]&0x0f | 0x30
-	id[8] = id[8]&0x3f | 0x80
-	return id
 }
