@@ -206,14 +206,28 @@ func TestHouseholdJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	var (
+		smu     sync.Mutex
+		servers []*Conn
+	)
+	accepting := make(chan struct{})
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go func() { _, _ = c.ReadPacket(); _ = c.Close() }()
+			smu.Lock()
+			servers = append(servers, c)
+			smu.Unlock()
+		}
+	}()
+	defer func() {
+		_ = l.Close()
+		<-accepting
+		for _, c := range servers {
+			_ = c.Close()
 		}
 	}()
 	const players = 16
