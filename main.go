@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/server/console"
 )
 
@@ -79,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "basalt", bi)
 		return err
 	}
-	uc, err := server.LoadConfig(*path)
+	uc, err := config.Load(*path)
 	if err != nil {
 		return err
 	}

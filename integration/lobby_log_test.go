@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
-	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/session"
 	goraknet "github.com/sandertv/go-raknet"
 	"github.com/sandertv/gophertunnel/minecraft"
@@ -75,7 +75,7 @@ func (c *stallingConn) Write(b []byte) (int, error) {
 // who leaves (with why), one who stalls while joining (with the phase), and
 // a client at each side of the known protocols (with its protocol).
 func TestLobbyLifecycleLogs(t *testing.T) {
-	uc := server.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	if uc.Log.Level != "info" {
 		t.Fatalf("log.level defaults to %q; this test checks the lines of info", uc.Log.Level)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -29,7 +30,7 @@ const lobbyTimeout = time.Second
 // ends (a second Close does nothing).
 func lobbyServer(t *testing.T, greeting string) (*server.Server, string) {
 	t.Helper()
-	uc := server.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	uc.Network.AddressV4 = "127.0.0.1:0"
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false
@@ -156,7 +157,7 @@ func TestLobby(t *testing.T) {
 }
 
 func TestLobbyConfigKey(t *testing.T) {
-	uc := server.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	if uc.Server.Handler != "gate" {
 		t.Errorf("default server.handler %q, want gate", uc.Server.Handler)
 	}

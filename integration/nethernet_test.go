@@ -18,6 +18,7 @@ import (
 
 	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/endpoint"
 	"github.com/pion/ice/v4"
@@ -34,7 +35,7 @@ import (
 // a client types it, "http://127.0.0.1:port".
 func netherNetServer(t *testing.T, handler string) (*server.Server, string, string) {
 	t.Helper()
-	uc := server.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	uc.Network.AddressV4 = bothFree(t)
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false
@@ -101,7 +102,7 @@ func TestNetherNetGate(t *testing.T) {
 		t.Fatal("the gate let the player in")
 	}
 	var de minecraft.DisconnectError
-	want := strings.ReplaceAll(server.DefaultUserConfig().Server.DisconnectMessage, "{player}", "Steve")
+	want := strings.ReplaceAll(config.DefaultUserConfig().Server.DisconnectMessage, "{player}", "Steve")
 	if !errors.As(err, &de) || string(de) != want {
 		t.Fatalf("got %v, want the gate's message %q", err, want)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/basaltmc/basalt/integration/proxy"
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/session"
 	sessionjoin "github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
@@ -464,7 +465,7 @@ func (p *jsProc) expect(t *testing.T, what string, match func(jsResult) bool) js
 // names them all, and the shutdown message reaches each.
 func TestPrismarineLobby(t *testing.T) {
 	node := needNode(t)
-	uc := server.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	uc.Network.AddressV4 = "127.0.0.1:0"
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false

@@ -3,11 +3,11 @@
 // discovery ports), a GUID kept across restarts, the session registry, the
 // player limit and the shutdown.
 //
-// Configuration flows from config.toml (UserConfig, LoadConfig) to runtime
-// values (UserConfig.Config gives a Config) to a Server (Config.New, which
-// gives every zero field its default):
+// Configuration flows from config.toml (package config: UserConfig, Load)
+// to runtime values (UserConfig.Config gives a Config) to a Server
+// (Config.New, which gives every zero field its default):
 //
-//	uc, err := server.LoadConfig("config.toml") // written if missing
+//	uc, err := config.Load("config.toml") // written if missing
 //	if err != nil { ... }
 //	conf, err := uc.Config(&log)
 //	if err != nil { ... }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
@@ -74,7 +75,7 @@ func (c *counter) say(s *session.Session, msg string) error {
 // This example runs a server from config.toml, logging as its [log] table
 // says, with a custom handler until Ctrl-C or SIGTERM.
 func Example_customHandler() {
-	uc, err := server.LoadConfig("config.toml")
+	uc, err := config.Load("config.toml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -16,10 +16,10 @@ const (
 	// drains sees, and what the players already in are told when it
 	// starts.
 	DefaultRestartMessage = "The server is restarting. Join again in a moment."
-	// maxShutdownGrace bounds server.shutdown_grace: an orchestrator
+	// MaxShutdownGrace bounds server.shutdown_grace: an orchestrator
 	// kills a process that takes longer (Kubernetes after 30 s unless
 	// told otherwise), and players should not wait longer either.
-	maxShutdownGrace = 5 * time.Minute
+	MaxShutdownGrace = 5 * time.Minute
 )
 
 // Ready reports whether the server should be sent new players: it is
@@ -46,7 +46,7 @@ func (srv *Server) Draining() bool { return srv.draining.Load() }
 // with Config.ShutdownGrace and then Close. The wait also ends when Close
 // begins. Calls after the first only wait.
 func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
-	grace = min(grace, maxShutdownGrace)
+	grace = min(grace, MaxShutdownGrace)
 	if !srv.draining.Swap(true) {
 		srv.mu.Lock()
 		players := srv.players

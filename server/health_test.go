@@ -145,8 +145,8 @@ func TestRunDrainsForShutdownGrace(t *testing.T) {
 // A grace over the bound is cut to it; none drains without waiting.
 func TestDrainGraceBounds(t *testing.T) {
 	srv := startServer(t, Config{ShutdownGrace: time.Hour})
-	if got := srv.conf.ShutdownGrace; got != maxShutdownGrace {
-		t.Errorf("ShutdownGrace %v, want it cut to %v", got, maxShutdownGrace)
+	if got := srv.conf.ShutdownGrace; got != MaxShutdownGrace {
+		t.Errorf("ShutdownGrace %v, want it cut to %v", got, MaxShutdownGrace)
 	}
 	done := make(chan struct{})
 	go func() {

@@ -2,10 +2,13 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/basaltmc/basalt/server/internal/checks"
 )
 
 // TestListenPortInUse checks a game port held by another program is
@@ -46,6 +49,37 @@ func TestListenErrorMessages(t *testing.T) {
 		e := &listenError{key: "network.address_v4", addr: "0.0.0.0:80", err: tc.err}
 		if got := e.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestListenErrorsSayTheFix checks every listener failure names its key and
+// ends with a fix.
+func TestListenErrorsSayTheFix(t *testing.T) {
+	other := errors.New("boom")
+	for _, err := range []error{syscall.EADDRINUSE, syscall.EACCES, syscall.EADDRNOTAVAIL, other} {
+		for _, key := range []string{"network.address_v4", "network.address_v6", "metrics.address", "network.nethernet_ice_port"} {
+			e := &listenError{key: key, addr: "0.0.0.0:80", err: err}
+			checks.Fixes(t, e, key, 0)
+			if !errors.Is(e, err) {
+				t.Errorf("%v: got it not wrapping %v", e, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		err error
+		key string
+	}{
+		{fmt.Errorf("nethernet: TLS: %w", other), "network.nethernet_tls_cert"},
+		{fmt.Errorf("nethernet: ICE socket: %w", syscall.EADDRINUSE), "network.nethernet_ice_port"},
+		{fmt.Errorf("nethernet: signalling: %w", syscall.EADDRINUSE), "network.address_v4"},
+		{fmt.Errorf("nethernet: signalling: %w", syscall.EACCES), "network.address_v4"},
+		{fmt.Errorf("nethernet: %w", other), "network.nethernet"},
+	} {
+		err := netherNetListenError("network.address_v4", "0.0.0.0:19132", "0.0.0.0:19140", tc.err)
+		checks.Fixes(t, err, tc.key, 0)
+		if !errors.Is(err, errors.Unwrap(tc.err)) {
+			t.Errorf("%v: got it not wrapping %v", err, errors.Unwrap(tc.err))
 		}
 	}
 }

@@ -457,48 +457,6 @@ func TestMetricsListenAndClose(t *testing.T) {
 	}
 }
 
-// The [metrics] keys reach Config, and bad values are errors naming them.
-func TestMetricsConfig(t *testing.T) {
-	path := writeConfig(t, "[metrics]\naddress = \"127.0.0.1:9100\"\npprof = true\n")
-	uc, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := uc.Config(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.MetricsAddress != "127.0.0.1:9100" || !c.MetricsPprof {
-		t.Errorf("Config: got address %q, pprof %v, want \"127.0.0.1:9100\", true", c.MetricsAddress, c.MetricsPprof)
-	}
-	if d := DefaultUserConfig(); d.Metrics.Address != "" || d.Metrics.Pprof {
-		t.Errorf("defaults: got address %q, pprof %v, want metrics off", d.Metrics.Address, d.Metrics.Pprof)
-	}
-	for _, tc := range []struct {
-		address string
-		pprof   bool
-		key     string
-	}{
-		{"localhost:9100", false, "metrics.address"},
-		{"127.0.0.1", false, "metrics.address"},
-		{"127.0.0.1:99999", false, "metrics.address"},
-		{"", true, "metrics.pprof"},
-	} {
-		uc := DefaultUserConfig()
-		uc.Metrics.Address, uc.Metrics.Pprof = tc.address, tc.pprof
-		if err := uc.Validate(); err == nil || !strings.Contains(err.Error(), tc.key) {
-			t.Errorf("address %q, pprof %v: got error %v, want one naming %s", tc.address, tc.pprof, err, tc.key)
-		}
-	}
-	for _, ok := range []string{"", "127.0.0.1:0", "[::1]:9100", ":9100"} {
-		uc := DefaultUserConfig()
-		uc.Metrics.Address = ok
-		if err := uc.Validate(); err != nil {
-			t.Errorf("address %q: got error %v, want none", ok, err)
-		}
-	}
-}
-
 // pinger sends unconnected pings to a server over a UDP socket and reads
 // its pongs, allocating nothing itself.
 type pinger struct {

@@ -78,7 +78,7 @@ func allowlistError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fileError("server.allowlist_file", err,
+	return FileError("server.allowlist_file", err,
 		`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`)
 }
 
@@ -88,7 +88,7 @@ func bansError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fileError("server.bans_file", err,
+	return FileError("server.bans_file", err,
 		`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`)
 }
 

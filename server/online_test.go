@@ -7,7 +7,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -219,25 +218,5 @@ func TestOnlineModeIsTheDefault(t *testing.T) {
 	}
 	if (Config{AuthenticationDisabled: true}).New().OnlineMode() {
 		t.Error("AuthenticationDisabled left online mode on")
-	}
-}
-
-// server.online_mode = false is offline mode; an empty auth_issuer is none.
-func TestOnlineModeConfigKeys(t *testing.T) {
-	uc := DefaultUserConfig()
-	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "guid")
-	c, err := uc.Config(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.AuthenticationDisabled || c.Auth.DiscoveryURL != auth.DefaultDiscoveryURL || c.Auth.Issuer != auth.DefaultIssuer {
-		t.Errorf("defaults: got %v, %+v, want online mode against the real service", c.AuthenticationDisabled, c.Auth)
-	}
-	uc.Server.OnlineMode, uc.Server.AuthIssuer = false, ""
-	if c, err = uc.Config(nil); err != nil {
-		t.Fatal(err)
-	}
-	if !c.AuthenticationDisabled || c.Auth.Issuer != "-" {
-		t.Errorf("online_mode = false, auth_issuer = \"\": got %v, %q, want offline mode and no issuer", c.AuthenticationDisabled, c.Auth.Issuer)
 	}
 }

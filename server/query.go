@@ -8,15 +8,13 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/internal/file"
 	"github.com/basaltmc/basalt/server/query"
-	"github.com/rs/zerolog"
 )
 
 // queryEngine is the server_engine the Query protocol reports.
@@ -112,31 +110,6 @@ func (srv *Server) playerNames() ([]string, bool) {
 	return names, true
 }
 
-// loadCookieSecret sets c.CookieSecret and c.CookieSecretFile from the
-// secret file at path (relative to dir), creating it if it is missing; an
-// empty path leaves both unset.
-func (c *Config) loadCookieSecret(path, dir string, log *zerolog.Logger) error {
-	if path == "" {
-		return nil
-	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	_, statErr := os.Stat(path)
-	secret, err := LoadOrCreateCookieSecret(path)
-	if err != nil {
-		return fileError("network.cookie_secret_file", err, "")
-	}
-	c.CookieSecret, c.CookieSecretFile = secret, path
-	if errors.Is(statErr, fs.ErrNotExist) {
-		log.Info().Str("path", path).Msg("created cookie secret file")
-	} else if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn().Str("path", path).Stringer("mode", fi.Mode().Perm()).
-			Msg("cookie secret file is readable by other users; whoever reads it can forge cookies and query tokens (chmod 600 it)")
-	}
-	return nil
-}
-
 // LoadOrCreateCookieSecret returns the secret kept in the file at path, in
 // hexadecimal, at least raknet.MinCookieSecret bytes. If the file does not
 // exist it first writes a new random secret of 32 bytes (from crypto/rand)
@@ -147,7 +120,7 @@ func LoadOrCreateCookieSecret(path string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		secret := make([]byte, cookieSecretSize)
 		_, _ = rand.Read(secret)
-		werr := writeNew(path, []byte(hex.EncodeToString(secret)+"\n"), 0o600) // readable by its owner only
+		werr := file.CreateNew(path, []byte(hex.EncodeToString(secret)+"\n"), 0o600) // readable by its owner only
 		if werr == nil {
 			return secret, nil
 		}

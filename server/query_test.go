@@ -16,7 +16,6 @@ import (
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
-	"github.com/rs/zerolog"
 )
 
 // queryClient speaks the Query protocol as wiki.vg/Query describes it,
@@ -325,47 +324,6 @@ func TestLoadOrCreateCookieSecretErrors(t *testing.T) {
 	}
 	if _, err := LoadOrCreateCookieSecret(filepath.Join(dir, "missing", "secret")); err == nil {
 		t.Error("uncreatable path: got nil error")
-	}
-}
-
-// network.cookie_secret_file is resolved against the config file's
-// directory like guid_file, creates its file, and two servers configured
-// with one file share the secret; empty means none.
-func TestConfigCookieSecretFile(t *testing.T) {
-	dir := t.TempDir()
-	log := zerolog.Nop()
-	uc := DefaultUserConfig()
-	if uc.Network.CookieSecretFile != "" || !uc.Network.Query {
-		t.Fatalf("defaults: got cookie_secret_file %q, query %v, want \"\", true", uc.Network.CookieSecretFile, uc.Network.Query)
-	}
-	uc.dir = dir
-	c, err := uc.Config(&log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CookieSecret != nil || c.CookieSecretFile != "" || !c.Query {
-		t.Errorf("no file: got secret %x from %q, query %v", c.CookieSecret, c.CookieSecretFile, c.Query)
-	}
-	uc.Network.CookieSecretFile = "cookie_secret"
-	a, err := uc.Config(&log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(dir, "cookie_secret"); a.CookieSecretFile != want || len(a.CookieSecret) != 32 {
-		t.Errorf("got %d bytes from %q, want 32 from %q", len(a.CookieSecret), a.CookieSecretFile, want)
-	}
-	b, err := uc.Config(&log)
-	if err != nil || !bytes.Equal(a.CookieSecret, b.CookieSecret) {
-		t.Errorf("second load: got %x, %v, want %x", b.CookieSecret, err, a.CookieSecret)
-	}
-	if lc := listenConfig(a); !bytes.Equal(lc.CookieSecret, a.CookieSecret) {
-		t.Errorf("listener secret: got %x, want %x", lc.CookieSecret, a.CookieSecret)
-	}
-	if err := os.WriteFile(a.CookieSecretFile, []byte("junk"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := uc.Config(&log); err == nil {
-		t.Error("junk secret file: got nil error")
 	}
 }
 

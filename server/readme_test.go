@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/basaltmc/basalt/server/internal/checks"
 )
 
 // TestREADMEHandlerMatchesExample keeps the handler example in README.md
@@ -56,88 +58,6 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	}
 }
 
-// configKeys returns each key of DefaultConfigFile as "table.key" with its
-// value's TOML text, in file order.
-func configKeys(t *testing.T) (keys, values []string) {
-	t.Helper()
-	table := ""
-	for line := range strings.Lines(string(DefaultConfigFile())) {
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "["):
-			table = strings.Trim(line, "[]")
-		default:
-			k, v, ok := strings.Cut(line, " = ")
-			if !ok {
-				t.Fatalf("config file line %q is not key = value", line)
-			}
-			keys = append(keys, table+"."+k)
-			values = append(values, v)
-		}
-	}
-	return keys, values
-}
-
-// TestREADMEConfigTable holds the configuration reference the README links
-// to, scripts/docs/configuration.md, to DefaultConfigFile: one row per key,
-// in the file's order, with the file's default.
-func TestREADMEConfigTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "scripts", "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := readmeSection(string(readme), "## Configuration reference")
-	if section == "" {
-		t.Fatal("scripts/docs/configuration.md: no \"## Configuration reference\" section")
-	}
-	var rows, defaults []string
-	for line := range strings.Lines(section) {
-		cells := strings.SplitN(line, " | ", 3)
-		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `") {
-			continue
-		}
-		rows = append(rows, strings.Trim(cells[0], "| `"))
-		defaults = append(defaults, cells[1])
-	}
-	keys, values := configKeys(t)
-	missing := false
-	for _, k := range keys {
-		missing = missing || !slices.Contains(rows, k)
-	}
-	for i, k := range keys {
-		want := "`" + values[i] + "`"
-		j := slices.Index(rows, k)
-		switch {
-		case j < 0:
-			t.Errorf("scripts/docs/configuration.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
-		case defaults[j] != want:
-			t.Errorf("scripts/docs/configuration.md %s: default %s, want %s", k, defaults[j], want)
-		case j != i && !missing:
-			t.Errorf("scripts/docs/configuration.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
-		}
-	}
-	for _, r := range rows {
-		if !slices.Contains(keys, r) {
-			t.Errorf("scripts/docs/configuration.md has a row for %s, which config.toml does not have", r)
-		}
-	}
-}
-
-// readmeSection returns the text of README.md under heading, up to the next
-// heading of the same level.
-func readmeSection(readme, heading string) string {
-	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
-	if !ok {
-		return ""
-	}
-	level := heading[:strings.IndexByte(heading, ' ')+1]
-	if i := strings.Index(rest, "\n"+level); i >= 0 {
-		rest = rest[:i]
-	}
-	return rest
-}
-
 // TestREADMELayout keeps README.md's Layout table true: a row for every
 // file and directory at the top of the repository (as git tracks them)
 // and for every directory holding a Go package, and no row for a path
@@ -147,7 +67,7 @@ func TestREADMELayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := readmeSection(string(readme), "## Layout")
+	section := checks.Section(string(readme), "## Layout")
 	if section == "" {
 		t.Fatal("README.md: no \"## Layout\" section")
 	}

@@ -35,6 +35,18 @@ const (
 	// message to be delivered. It is longer than raknet's close timeout
 	// (3 s), so a client that acknowledges slowly still gets it.
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultAddressV4 and DefaultAddressV6 are the game addresses when
+	// neither is configured: every address of each family, on the ports
+	// LAN discovery pings go to.
+	DefaultAddressV4, DefaultAddressV6 = "0.0.0.0:19132", "[::]:19133"
+	// DefaultName and DefaultLevelName are the MOTD's two lines unless
+	// configured.
+	DefaultName, DefaultLevelName = "Basalt", "Bedrock level"
+	// DefaultGameMode is the game mode the MOTD advertises unless
+	// configured.
+	DefaultGameMode = "Survival"
+	// DefaultMaxPlayers is the player limit unless configured.
+	DefaultMaxPlayers = 20
 	// ServerFullMessage is the Disconnect message a client gets when it
 	// logs in while MaxPlayers players are online.
 	ServerFullMessage = "The server is full."
@@ -131,18 +143,17 @@ func (c Config) New() *Server {
 		nop := zerolog.Nop()
 		c.Log = &nop
 	}
-	d := DefaultUserConfig()
 	if c.AddressV4 == "" && c.AddressV6 == "" {
-		c.AddressV4, c.AddressV6 = d.Network.AddressV4, d.Network.AddressV6
+		c.AddressV4, c.AddressV6 = DefaultAddressV4, DefaultAddressV6
 	}
 	c.LANAddressV4 = cmp(c.LANAddressV4, net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4)))
 	c.LANAddressV6 = cmp(c.LANAddressV6, net.JoinHostPort("::", strconv.Itoa(LANPortV6)))
-	c.Name = cmp(c.Name, d.Server.Name)
-	c.LevelName = cmp(c.LevelName, d.Server.LevelName)
-	c.Edition = cmp(c.Edition, motd.Edition(d.Server.Edition))
-	c.GameMode = cmp(c.GameMode, d.Server.GameMode)
+	c.Name = cmp(c.Name, DefaultName)
+	c.LevelName = cmp(c.LevelName, DefaultLevelName)
+	c.Edition = cmp(c.Edition, motd.EditionBedrock)
+	c.GameMode = cmp(c.GameMode, DefaultGameMode)
 	if c.MaxPlayers <= 0 {
-		c.MaxPlayers = d.Server.MaxPlayers
+		c.MaxPlayers = DefaultMaxPlayers
 	}
 	if len(c.AcceptedProtocols) == 0 {
 		c.AcceptedProtocols = session.KnownProtocols()
@@ -164,7 +175,7 @@ func (c Config) New() *Server {
 	}
 	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
 	c.RestartMessage = cmp(c.RestartMessage, DefaultRestartMessage)
-	c.ShutdownGrace = min(max(c.ShutdownGrace, 0), maxShutdownGrace)
+	c.ShutdownGrace = min(max(c.ShutdownGrace, 0), MaxShutdownGrace)
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}

@@ -56,6 +56,10 @@ func TestNewDefaults(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
+	// Many players: 10% more connections than players.
+	if got := (Config{MaxPlayers: 200}).New().conf.MaxConnections; got != 220 {
+		t.Errorf("MaxConnections of 200 players: got %d, want 220", got)
+	}
 	// One family set: the other stays disabled.
 	if got := (Config{AddressV4: "127.0.0.1:0"}).New().conf.AddressV6; got != "" {
 		t.Errorf("AddressV6 with only AddressV4 set: got %q, want empty", got)
@@ -78,6 +82,7 @@ func TestListenConfig(t *testing.T) {
 		GUID:                42,
 		ProxyProtocol:       true,
 		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		CookieSecret:        []byte("0123456789abcdef0123456789abcdef"),
 		listenPacket: func(network, address string) (net.PacketConn, error) {
 			opened.Add(1)
 			return nil, errors.ErrUnsupported
@@ -98,6 +103,7 @@ func TestListenConfig(t *testing.T) {
 		{"GUID", lc.GUID, int64(42)},
 		{"ProxyProtocol", lc.ProxyProtocol, true},
 		{"TrustedProxies", lc.TrustedProxies, c.TrustedProxies},
+		{"CookieSecret", lc.CookieSecret, c.CookieSecret},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {

@@ -4,43 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/nethernet"
-	"github.com/rs/zerolog"
 )
-
-// loadNetherNet resolves the NetherNet files of uc into c: the TLS files
-// against the config file's directory, the identity file against the
-// GUID file's, loading (or creating) the identity key.
-func (c *Config) loadNetherNet(uc UserConfig, log *zerolog.Logger) error {
-	n := uc.Network
-	resolve := func(path, dir string) string {
-		if path == "" || filepath.IsAbs(path) {
-			return path
-		}
-		return filepath.Join(dir, path)
-	}
-	c.NetherNetTLSCert = resolve(n.NetherNetTLSCert, uc.dir)
-	c.NetherNetTLSKey = resolve(n.NetherNetTLSKey, uc.dir)
-	if !n.NetherNet || n.NetherNetIDFile == "" {
-		return nil
-	}
-	c.NetherNetIdentityFile = resolve(n.NetherNetIDFile, filepath.Dir(c.GUIDFile))
-	key, created, err := nethernet.LoadIdentityKey(c.NetherNetIdentityFile)
-	if err != nil {
-		return fileError("network.nethernet_identity_file", err,
-			"delete the file to make a new key (players who trusted the old one are asked again), or set network.nethernet_identity_file to the right file")
-	}
-	c.NetherNetIdentityKey = key
-	if created {
-		log.Info().Str("path", c.NetherNetIdentityFile).Msg("created NetherNet identity key file")
-	}
-	return nil
-}
 
 // listenNetherNet opens the NetherNet listener beside the game listeners.
 // It runs with srv.mu held, after the game listeners are open.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	basalt "github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/config"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/endpoint"
 	"github.com/pion/ice/v4"
@@ -90,7 +91,7 @@ type basaltLobby struct {
 }
 
 func startBasaltLobby(t transport, dir string) (*basaltLobby, error) {
-	uc := basalt.DefaultUserConfig()
+	uc := config.DefaultUserConfig()
 	uc.Network.AddressV4 = "127.0.0.1:0"
 	uc.Network.AddressV6 = ""
 	uc.Network.LANDiscovery = false

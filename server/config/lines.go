@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -6,31 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/basaltmc/basalt/server"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
-
-// KeyError is a problem with the value of one configuration key, or of
-// several named together ("network.address_v4, network.address_v6"). Line
-// is the line of the file that set the key, 0 when it was not read from a
-// file or the file left the key at its default.
-type KeyError struct {
-	Key  string
-	Line int
-	Msg  string
-}
-
-// Error names the line, when known, and the key before the message.
-func (e *KeyError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Key, e.Msg)
-	}
-	return e.Key + ": " + e.Msg
-}
-
-// keyError reports a problem with one config key.
-func keyError(key, format string, args ...any) error {
-	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
-}
 
 // keyLines returns the line on which the TOML document data sets each key,
 // by its dotted name ("server.max_players"). A document that does not
@@ -75,8 +53,8 @@ func (uc UserConfig) withLines(err error) error {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		if ke, ok := errors.AsType[*KeyError](e); ok {
-			ke.Line = uc.keyLine(ke.Key)
+		if ke, ok := errors.AsType[*server.KeyError](e); ok {
+			ke.Locate(uc.lines)
 		}
 	}
 	if len(errs) == 1 {
@@ -90,49 +68,15 @@ func (uc UserConfig) withLines(err error) error {
 // keyLine returns the line of the file uc was loaded from that set key, or
 // the first of several keys ("a, b") that the file sets; an index ("[2]")
 // after a key is looked up as the key. 0 means none.
-func (uc UserConfig) keyLine(key string) int { return keyLine(uc.lines, key) }
-
-// keyLine returns the line lines gives key, as UserConfig.keyLine.
-func keyLine(lines map[string]int, key string) int {
-	for k := range strings.SplitSeq(key, ", ") {
-		k, _, _ = strings.Cut(k, "[")
-		if line, ok := lines[k]; ok {
-			return line
-		}
-	}
-	return 0
-}
-
-// locate sets, in every error about a key within err (wrapped or joined
-// at any depth), the line of the configuration file that set the key, so
-// that errors found once the server runs, such as a listener's address
-// that cannot be bound or an allowlist file that does not parse, point at
-// it too. It must run before err is wrapped with fmt.Errorf, which renders
-// the message at once. It returns err.
-func (c *Config) locate(err error) error {
-	if err == nil || c.lines == nil {
-		return err
-	}
-	switch e := err.(type) {
-	case *KeyError:
-		e.Line = keyLine(c.lines, e.Key)
-	case *listenError:
-		e.line = keyLine(c.lines, e.key)
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			c.locate(e)
-		}
-	case interface{ Unwrap() error }:
-		c.locate(u.Unwrap())
-	}
-	return err
+func (uc UserConfig) keyLine(key string) int {
+	ke := server.KeyError{Key: key}
+	ke.Locate(uc.lines)
+	return ke.Line
 }
 
 // lineOf returns the line of err if it is a KeyError with one, else 0.
 func lineOf(err error) int {
-	if ke, ok := errors.AsType[*KeyError](err); ok {
+	if ke, ok := errors.AsType[*server.KeyError](err); ok {
 		return ke.Line
 	}
 	return 0
@@ -149,4 +93,9 @@ func cmpLine(a, b int) int {
 		return -1
 	}
 	return a - b
+}
+
+// keyError reports a problem with one config key.
+func keyError(key, format string, args ...any) error {
+	return &server.KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }

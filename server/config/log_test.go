@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"bytes"
@@ -75,7 +75,7 @@ func TestLoggerFileErrorNamesKey(t *testing.T) {
 // d.String()), never with zerolog's Dur, which writes a bare number in
 // zerolog's global unit (milliseconds unless a program changes it).
 func TestLogDurationsAsGoDurations(t *testing.T) {
-	root := ".."
+	root := filepath.Join("..", "..")
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func TestGUIDFileNamedAfterConfig(t *testing.T) {
 	dir := t.TempDir()
 	guids := map[int64]bool{}
 	for _, name := range []string{"a.toml", "b.toml"} {
-		uc, err := LoadConfig(filepath.Join(dir, name))
+		uc, err := Load(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/basaltmc/basalt/motd"
+	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
@@ -38,14 +39,14 @@ func TestDefaultUserConfigIsValid(t *testing.T) {
 	}
 }
 
-// update rewrites the repository's config.toml from DefaultConfigFile.
-var update = flag.Bool("update", false, "rewrite ../config.toml from DefaultConfigFile")
+// update rewrites the repository's config.toml from DefaultFile.
+var update = flag.Bool("update", false, "rewrite ../../config.toml from DefaultFile")
 
 // TestConfigFileDecodesToDefaults checks the encoded file says what
 // DefaultUserConfig holds, so the file written on first run changes nothing.
 func TestConfigFileDecodesToDefaults(t *testing.T) {
 	var got UserConfig
-	if err := decodeStrict(DefaultConfigFile(), &got); err != nil {
+	if err := decodeStrict(DefaultFile(), &got); err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
 	if want := DefaultUserConfig(); !reflect.DeepEqual(got, want) {
@@ -56,8 +57,8 @@ func TestConfigFileDecodesToDefaults(t *testing.T) {
 // TestConfigFile holds the repository's config.toml to DefaultConfigFile;
 // with -update it rewrites it.
 func TestConfigFile(t *testing.T) {
-	path := filepath.Join("..", "config.toml")
-	want := DefaultConfigFile()
+	path := filepath.Join("..", "..", "config.toml")
+	want := DefaultFile()
 	if *update {
 		if err := os.WriteFile(path, want, 0o644); err != nil {
 			t.Fatal(err)
@@ -68,7 +69,7 @@ func TestConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("config.toml differs from DefaultConfigFile; run go test ./server -run TestConfigFile -update\ngot:\n%s\nwant:\n%s", got, want)
+		t.Errorf("config.toml differs from DefaultFile; run go test ./server/config -run TestConfigFile -update\ngot:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -76,7 +77,7 @@ func TestConfigFile(t *testing.T) {
 // commented and no comment line is wider than 80 columns.
 func TestConfigFileComments(t *testing.T) {
 	prev := ""
-	for i, line := range strings.Split(strings.TrimSuffix(string(DefaultConfigFile()), "\n"), "\n") {
+	for i, line := range strings.Split(strings.TrimSuffix(string(DefaultFile()), "\n"), "\n") {
 		if n := utf8.RuneCountInString(line); strings.HasPrefix(line, "#") && n > 80 {
 			t.Errorf("line %d: %d columns, want at most 80: %s", i+1, n, line)
 		}
@@ -103,14 +104,14 @@ func TestAppendWrapped(t *testing.T) {
 
 func TestLoadConfigCreatesMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.toml")
-	uc, err := LoadConfig(path)
+	uc, err := Load(path)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
 	want := DefaultUserConfig()
 	want.dir = filepath.Dir(path)
 	want.name = "config"
-	want.lines = keyLines(DefaultConfigFile())
+	want.lines = keyLines(DefaultFile())
 	if got := want.lines["server.max_players"]; got == 0 {
 		t.Errorf("line of server.max_players in the default file: got %d, want it found", got)
 	}
@@ -121,11 +122,11 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read written file: %v", err)
 	}
-	if !bytes.Equal(b, DefaultConfigFile()) {
+	if !bytes.Equal(b, DefaultFile()) {
 		t.Errorf("written file: got %q, want the template", b)
 	}
 
-	again, err := LoadConfig(path)
+	again, err := Load(path)
 	if err != nil {
 		t.Fatalf("second load: got error %v, want nil", err)
 	}
@@ -136,7 +137,7 @@ func TestLoadConfigCreatesMissingFile(t *testing.T) {
 
 func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 	path := writeConfig(t, "[server]\nmax_players = 5\naccepted_protocols = [2193]\nprotocol = 2193\n\n[raknet]\ntimeout = \"30s\"\n")
-	uc, err := LoadConfig(path)
+	uc, err := Load(path)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
@@ -154,7 +155,7 @@ func TestLoadConfigKeepsDefaultsForMissingKeys(t *testing.T) {
 }
 
 func TestLoadConfigEmptyFile(t *testing.T) {
-	uc, err := LoadConfig(writeConfig(t, ""))
+	uc, err := Load(writeConfig(t, ""))
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
@@ -179,7 +180,7 @@ func TestLoadConfigUnknownKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.doc))
+			_, err := Load(writeConfig(t, tc.doc))
 			if err == nil {
 				t.Fatal("got nil error, want an error")
 			}
@@ -265,7 +266,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.doc))
+			_, err := Load(writeConfig(t, tc.doc))
 			if err == nil {
 				t.Fatal("got nil error, want an error")
 			}
@@ -333,7 +334,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
-	uc, err := LoadConfig(path)
+	uc, err := Load(path)
 	if err != nil {
 		t.Fatalf("LoadConfig: got error %v, want nil", err)
 	}
@@ -351,7 +352,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GUID file %q: %v", b, err)
 	}
-	want := Config{
+	want := server.Config{
 		Log:                 &log,
 		AddressV4:           "0.0.0.0:19132",
 		AddressV6:           "[::]:19133",
@@ -368,14 +369,14 @@ func TestConfig(t *testing.T) {
 		AcceptedProtocols:   []int32{2193, 2225},
 		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
 		ShutdownMessage:     "Server closed.",
-		Handler:             HandlerGate,
+		Handler:             server.HandlerGate,
 		Greeting:            lobby.DefaultGreeting,
 		GUIDFile:            guidFile,
 		GUID:                guid,
 		LoginTimeout:        10 * time.Second,
 		Sockets:             1,
 		MaxMTU:              1400,
-		MaxConnections:      24,
+		MaxConnections:      0,
 		Timeout:             10 * time.Second,
 		RakNetProtocols:     []byte{11, 10},
 		MaxConnectionsPerIP: 16,
@@ -388,7 +389,7 @@ func TestConfig(t *testing.T) {
 		NetherNetIdentityKey:  c.NetherNetIdentityKey,
 		NetherNetIdentityFile: filepath.Join(dir, "nethernet_identity"),
 		// For errors found once the server runs to name their line.
-		lines: keyLines(DefaultConfigFile()),
+		KeyLines: keyLines(DefaultFile()),
 	}
 	if c.NetherNetIdentityKey == nil {
 		t.Error("no NetherNet identity key")
@@ -412,77 +413,78 @@ func TestConfigConversions(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(uc *UserConfig)
-		check  func(t *testing.T, c Config)
+		check  func(t *testing.T, c server.Config)
 	}{
-		{"max connections from many players", func(uc *UserConfig) { uc.Server.MaxPlayers = 200 }, func(t *testing.T, c Config) {
-			if got, want := c.MaxConnections, 220; got != want {
+		// 0 is left for Config.New, which adds the slack to the players.
+		{"max connections from many players", func(uc *UserConfig) { uc.Server.MaxPlayers = 200 }, func(t *testing.T, c server.Config) {
+			if got, want := c.MaxConnections, 0; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 50 }, func(t *testing.T, c Config) {
+		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 50 }, func(t *testing.T, c server.Config) {
 			if got, want := c.MaxConnections, 50; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "1m30s" }, func(t *testing.T, c Config) {
+		{"timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "1m30s" }, func(t *testing.T, c server.Config) {
 			if got, want := c.Timeout, 90*time.Second; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c Config) {
+		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c server.Config) {
 			if got, want := c.Edition, motd.EditionEducation; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"login timeout", func(uc *UserConfig) { uc.Server.LoginTimeout = "2500ms" }, func(t *testing.T, c Config) {
+		{"login timeout", func(uc *UserConfig) { uc.Server.LoginTimeout = "2500ms" }, func(t *testing.T, c server.Config) {
 			if got, want := c.LoginTimeout, 2500*time.Millisecond; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"connections per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 3 }, func(t *testing.T, c Config) {
+		{"connections per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 3 }, func(t *testing.T, c server.Config) {
 			if got, want := c.MaxConnectionsPerIP, 3; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }, func(t *testing.T, c Config) {
+		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }, func(t *testing.T, c server.Config) {
 			if got := c.MaxConnectionsPerIP; got >= 0 {
 				t.Errorf("got %v, want negative (no cap)", got)
 			}
 		}},
 		{"proxy protocol", func(uc *UserConfig) {
 			uc.Network.ProxyProtocol, uc.Network.TrustedProxies = true, []string{"203.0.113.0/24", "198.51.100.7", "2001:db8::1"}
-		}, func(t *testing.T, c Config) {
+		}, func(t *testing.T, c server.Config) {
 			want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::1/128")}
 			if !c.ProxyProtocol || !slices.Equal(c.TrustedProxies, want) {
 				t.Errorf("got %v %v, want true %v", c.ProxyProtocol, c.TrustedProxies, want)
 			}
 		}},
-		{"no public address", func(uc *UserConfig) {}, func(t *testing.T, c Config) {
+		{"no public address", func(uc *UserConfig) {}, func(t *testing.T, c server.Config) {
 			if c.PublicAddress.IsValid() {
 				t.Errorf("got %v, want the zero value", c.PublicAddress)
 			}
 		}},
-		{"public address", func(uc *UserConfig) { uc.Network.PublicAddress = "203.0.113.5:25000" }, func(t *testing.T, c Config) {
+		{"public address", func(uc *UserConfig) { uc.Network.PublicAddress = "203.0.113.5:25000" }, func(t *testing.T, c server.Config) {
 			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:25000"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"public IPv6 address", func(uc *UserConfig) { uc.Network.PublicAddress = "[2001:db8::7]:19133" }, func(t *testing.T, c Config) {
+		{"public IPv6 address", func(uc *UserConfig) { uc.Network.PublicAddress = "[2001:db8::7]:19133" }, func(t *testing.T, c server.Config) {
 			if got, want := c.PublicAddress, netip.MustParseAddrPort("[2001:db8::7]:19133"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c Config) {
+		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c server.Config) {
 			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"shutdown grace", func(uc *UserConfig) { uc.Server.ShutdownGrace = "5m" }, func(t *testing.T, c Config) {
+		{"shutdown grace", func(uc *UserConfig) { uc.Server.ShutdownGrace = "5m" }, func(t *testing.T, c server.Config) {
 			if got, want := c.ShutdownGrace, 5*time.Minute; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
-		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c Config) {
+		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c server.Config) {
 			if got, want := c.MemoryBudget, 32<<20; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
@@ -526,7 +528,7 @@ func TestLogLevelsParse(t *testing.T) {
 
 func TestLoadOrCreateGUID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server_guid")
-	first, err := LoadOrCreateGUID(path)
+	first, err := server.LoadOrCreateGUID(path)
 	if err != nil {
 		t.Fatalf("first call: got error %v, want nil", err)
 	}
@@ -540,7 +542,7 @@ func TestLoadOrCreateGUID(t *testing.T) {
 	if got, want := strings.TrimSpace(string(b)), strconv.FormatInt(first, 10); got != want {
 		t.Errorf("file: got %q, want %q", got, want)
 	}
-	second, err := LoadOrCreateGUID(path)
+	second, err := server.LoadOrCreateGUID(path)
 	if err != nil {
 		t.Fatalf("second call: got error %v, want nil", err)
 	}
@@ -548,7 +550,7 @@ func TestLoadOrCreateGUID(t *testing.T) {
 		t.Errorf("second call: got %v, want %v", second, first)
 	}
 
-	other, err := LoadOrCreateGUID(filepath.Join(t.TempDir(), "server_guid"))
+	other, err := server.LoadOrCreateGUID(filepath.Join(t.TempDir(), "server_guid"))
 	if err != nil {
 		t.Fatalf("other file: got error %v, want nil", err)
 	}
@@ -573,7 +575,7 @@ func TestLoadOrCreateGUIDReadsExisting(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := LoadOrCreateGUID(path)
+			got, err := server.LoadOrCreateGUID(path)
 			if err != nil {
 				t.Fatalf("got error %v, want nil", err)
 			}
@@ -614,7 +616,7 @@ func TestLoadOrCreateGUIDErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := LoadOrCreateGUID(path)
+			got, err := server.LoadOrCreateGUID(path)
 			if err == nil {
 				t.Fatalf("got %v, nil error, want an error", got)
 			}
@@ -630,13 +632,13 @@ func TestConfigFileUnreadable(t *testing.T) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), path) {
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("got %v, want an error naming %v", err, path)
 	}
 }
 
 func TestLoadConfigSyntaxError(t *testing.T) {
-	_, err := LoadConfig(writeConfig(t, "[server\nname = 1\n"))
+	_, err := Load(writeConfig(t, "[server\nname = 1\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("got %v, want an error naming line 1", err)
 	}

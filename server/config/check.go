@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/session"
 )
 
@@ -101,8 +102,8 @@ func (uc UserConfig) Validate() error {
 	if err := checkPlaceholders(s.DisconnectMessage); err != nil {
 		add("server.disconnect_message", "%v; remove it, or write %s for the player's name", err, session.PlayerPlaceholder)
 	}
-	if h := BuiltinHandler(s.Handler); h != HandlerGate && h != HandlerLobby {
-		add("server.handler", "%q is not a handler; set it to %q or %q", s.Handler, HandlerGate, HandlerLobby)
+	if h := server.BuiltinHandler(s.Handler); h != server.HandlerGate && h != server.HandlerLobby {
+		add("server.handler", "%q is not a handler; set it to %q or %q", s.Handler, server.HandlerGate, server.HandlerLobby)
 	}
 	if err := checkPlaceholders(s.Greeting); err != nil {
 		add("server.greeting", "%v; remove it, or write %s for the player's name", err, session.PlayerPlaceholder)
@@ -110,8 +111,8 @@ func (uc UserConfig) Validate() error {
 	checkDuration(add, "server.login_timeout", s.LoginTimeout, def.Server.LoginTimeout, maxLoginTimeout)
 	if d, err := time.ParseDuration(s.ShutdownGrace); err != nil {
 		add("server.shutdown_grace", "%q is not a duration; write it with a unit, such as \"10s\", or \"0s\" to close at once", s.ShutdownGrace)
-	} else if d < 0 || d > maxShutdownGrace {
-		add("server.shutdown_grace", "%v is outside 0s-%v; set it to at most %v, such as \"10s\", or \"0s\" to close at once", d, maxShutdownGrace, maxShutdownGrace)
+	} else if d < 0 || d > server.MaxShutdownGrace {
+		add("server.shutdown_grace", "%v is outside 0s-%v; set it to at most %v, such as \"10s\", or \"0s\" to close at once", d, server.MaxShutdownGrace, server.MaxShutdownGrace)
 	}
 	if s.OnlineMode {
 		if u, err := url.Parse(s.AuthDiscoveryURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -1,51 +1,16 @@
-package server
+package config
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/internal/checks"
 )
-
-// fixVerbs are the words a fix starts with: every error the configuration
-// can produce ends, after its last "; ", with a clause starting with one.
-var fixVerbs = []string{"set ", "write ", "list ", "remove ", "delete ", "fix ", "give ", "create ", "stop ", "shorten ", "make "}
-
-// checkFixes checks every line of err (errors.Join puts one problem on a
-// line) names key, the line of the file when line > 0, and ends with a fix.
-func checkFixes(t *testing.T, err error, key string, line int) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got nil error, want one naming %s", key)
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, key) {
-		t.Errorf("got %q, want it to name %s", msg, key)
-	}
-	if line > 0 && !strings.Contains(msg, fmt.Sprintf("line %d: ", line)) {
-		t.Errorf("got %q, want it to name line %d", msg, line)
-	}
-	for l := range strings.SplitSeq(msg, "\n") {
-		i := strings.LastIndex(l, "; ")
-		if i < 0 {
-			t.Errorf("%q: no fix (no \"; \" before one)", l)
-			continue
-		}
-		fix := l[i+2:]
-		ok := false
-		for _, v := range fixVerbs {
-			ok = ok || strings.HasPrefix(fix, v)
-		}
-		if !ok {
-			t.Errorf("%q: last clause %q does not start with a fix (%q)", l, fix, fixVerbs)
-		}
-	}
-}
 
 // TestConfigErrorsSayTheFix runs every problem Validate and LoadConfig
 // report, one case per message, and checks each names its key and line and
@@ -135,8 +100,8 @@ func TestConfigErrorsSayTheFix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.doc))
-			checkFixes(t, err, tc.key, tc.line)
+			_, err := Load(writeConfig(t, tc.doc))
+			checks.Fixes(t, err, tc.key, tc.line)
 		})
 	}
 }
@@ -167,7 +132,7 @@ func TestConfigFileErrorsSayTheFix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			uc, err := LoadConfig(writeConfig(t, tc.doc))
+			uc, err := Load(writeConfig(t, tc.doc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,11 +141,11 @@ func TestConfigFileErrorsSayTheFix(t *testing.T) {
 				if c != nil {
 					_ = c.Close()
 				}
-				checkFixes(t, err, tc.key, 2)
+				checks.Fixes(t, err, tc.key, 2)
 				return
 			}
 			_, err = uc.Config(nil)
-			checkFixes(t, err, tc.key, 2)
+			checks.Fixes(t, err, tc.key, 2)
 		})
 	}
 }
@@ -211,43 +176,12 @@ func TestAccessFileErrorsSayTheFix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
+			srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
 				AllowlistFile: tc.allow, BansFile: tc.bans, AccessPollInterval: -1}.New()
 			err := srv.Listen()
 			_ = srv.Close()
-			checkFixes(t, err, tc.key, 0)
+			checks.Fixes(t, err, tc.key, 0)
 		})
-	}
-}
-
-// TestListenErrorsSayTheFix checks every listener failure names its key and
-// ends with a fix.
-func TestListenErrorsSayTheFix(t *testing.T) {
-	other := errors.New("boom")
-	for _, err := range []error{syscall.EADDRINUSE, syscall.EACCES, syscall.EADDRNOTAVAIL, other} {
-		for _, key := range []string{"network.address_v4", "network.address_v6", "metrics.address", "network.nethernet_ice_port"} {
-			e := &listenError{key: key, addr: "0.0.0.0:80", err: err}
-			checkFixes(t, e, key, 0)
-			if !errors.Is(e, err) {
-				t.Errorf("%v: got it not wrapping %v", e, err)
-			}
-		}
-	}
-	for _, tc := range []struct {
-		err error
-		key string
-	}{
-		{fmt.Errorf("nethernet: TLS: %w", other), "network.nethernet_tls_cert"},
-		{fmt.Errorf("nethernet: ICE socket: %w", syscall.EADDRINUSE), "network.nethernet_ice_port"},
-		{fmt.Errorf("nethernet: signalling: %w", syscall.EADDRINUSE), "network.address_v4"},
-		{fmt.Errorf("nethernet: signalling: %w", syscall.EACCES), "network.address_v4"},
-		{fmt.Errorf("nethernet: %w", other), "network.nethernet"},
-	} {
-		err := netherNetListenError("network.address_v4", "0.0.0.0:19132", "0.0.0.0:19140", tc.err)
-		checkFixes(t, err, tc.key, 0)
-		if !errors.Is(err, errors.Unwrap(tc.err)) {
-			t.Errorf("%v: got it not wrapping %v", err, errors.Unwrap(tc.err))
-		}
 	}
 }
 
@@ -256,7 +190,7 @@ func TestListenErrorsSayTheFix(t *testing.T) {
 func TestReloadErrorsSayTheFix(t *testing.T) {
 	dir := t.TempDir()
 	allow, bans := filepath.Join(dir, "allowlist.json"), filepath.Join(dir, "bans.json")
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
+	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
 		AllowlistFile: allow, BansFile: bans, AccessPollInterval: -1}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -266,7 +200,7 @@ func TestReloadErrorsSayTheFix(t *testing.T) {
 		if err := os.WriteFile(tc.path, []byte(`[{"name":`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		checkFixes(t, srv.Reload(), tc.key, 0)
+		checks.Fixes(t, srv.Reload(), tc.key, 0)
 		if err := os.WriteFile(tc.path, []byte(`[]`), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +237,7 @@ func TestListenErrorsNameLine(t *testing.T) {
 		{"allowlist not JSON", doc("127.0.0.1:0", bad), "server.allowlist_file", 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			uc, err := LoadConfig(writeConfig(t, tc.doc))
+			uc, err := Load(writeConfig(t, tc.doc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +248,7 @@ func TestListenErrorsNameLine(t *testing.T) {
 			srv := c.New()
 			err = srv.Listen()
 			_ = srv.Close()
-			checkFixes(t, err, tc.key, tc.line)
+			checks.Fixes(t, err, tc.key, tc.line)
 		})
 	}
 }

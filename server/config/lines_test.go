@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestLoadConfigErrorsNameLine(t *testing.T) {
 			[]string{"line 2: log.level: ", "line 4: metrics.pprof, metrics.address: is true but metrics.address is empty"}},
 	}
 	for _, tc := range tests {
-		_, err := LoadConfig(writeConfig(t, tc.doc))
+		_, err := Load(writeConfig(t, tc.doc))
 		if err == nil {
 			t.Errorf("%s: got nil error, want %q", tc.name, tc.want)
 			continue
@@ -40,7 +40,7 @@ func TestLoadConfigErrorsNameLine(t *testing.T) {
 func TestConfigErrorsNameLine(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, "[server]\nname = \"x\"\nguid_file = \""+dir+"\"\n")
-	uc, err := LoadConfig(path)
+	uc, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestKeyLines(t *testing.T) {
 // the order of their lines, those of keys left at their default last.
 func TestLoadConfigErrorsInFileOrder(t *testing.T) {
 	doc := "[raknet]\ntimeout = \"10\"\n[server]\nmax_players = 0\nhandler = \"world\"\n[network]\naddress_v4 = \"0.0.0.0\"\n"
-	_, err := LoadConfig(writeConfig(t, doc))
+	_, err := Load(writeConfig(t, doc))
 	if err == nil {
 		t.Fatal("got nil error, want four problems")
 	}

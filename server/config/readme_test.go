@@ -1,0 +1,79 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/basaltmc/basalt/server/internal/checks"
+)
+
+// configKeys returns each key of DefaultConfigFile as "table.key" with its
+// value's TOML text, in file order.
+func configKeys(t *testing.T) (keys, values []string) {
+	t.Helper()
+	table := ""
+	for line := range strings.Lines(string(DefaultFile())) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "["):
+			table = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, " = ")
+			if !ok {
+				t.Fatalf("config file line %q is not key = value", line)
+			}
+			keys = append(keys, table+"."+k)
+			values = append(values, v)
+		}
+	}
+	return keys, values
+}
+
+// TestREADMEConfigTable holds the configuration reference the README links
+// to, scripts/docs/configuration.md, to DefaultConfigFile: one row per key,
+// in the file's order, with the file's default.
+func TestREADMEConfigTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "scripts", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := checks.Section(string(readme), "## Configuration reference")
+	if section == "" {
+		t.Fatal("scripts/docs/configuration.md: no \"## Configuration reference\" section")
+	}
+	var rows, defaults []string
+	for line := range strings.Lines(section) {
+		cells := strings.SplitN(line, " | ", 3)
+		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		rows = append(rows, strings.Trim(cells[0], "| `"))
+		defaults = append(defaults, cells[1])
+	}
+	keys, values := configKeys(t)
+	missing := false
+	for _, k := range keys {
+		missing = missing || !slices.Contains(rows, k)
+	}
+	for i, k := range keys {
+		want := "`" + values[i] + "`"
+		j := slices.Index(rows, k)
+		switch {
+		case j < 0:
+			t.Errorf("scripts/docs/configuration.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
+		case defaults[j] != want:
+			t.Errorf("scripts/docs/configuration.md %s: default %s, want %s", k, defaults[j], want)
+		case j != i && !missing:
+			t.Errorf("scripts/docs/configuration.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
+		}
+	}
+	for _, r := range rows {
+		if !slices.Contains(keys, r) {
+			t.Errorf("scripts/docs/configuration.md has a row for %s, which config.toml does not have", r)
+		}
+	}
+}
