@@ -88,8 +88,13 @@ func (srv *Server) Ban(b Ban) error {
 		}
 	}
 	err := srv.access.Ban(b)
-	srv.log.Info().Str("xuid", b.XUID).Str("name", b.Name).Str("ip", b.IP).Str("reason", b.Reason).
-		Time("expires", b.Expires).Msg("banned")
+	e := srv.log.Info().Str("xuid", b.XUID).Str("name", b.Name).Str("ip", b.IP).Str("reason", b.Reason)
+	if b.Expires.IsZero() {
+		e = e.Str("expires", "never") // not the zero time, 0001-01-01
+	} else {
+		e = e.Time("expires", b.Expires)
+	}
+	e.Msg("banned")
 	srv.enforceAccess()
 	return err
 }
@@ -115,7 +120,7 @@ func (srv *Server) enforceAccess() {
 			continue
 		}
 		if s.DisconnectWith(de.Reason, de.Message) == nil {
-			srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("message", de.Message).
+			srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("shown", de.Message).
 				Msg("disconnected a player the ban list or allowlist no longer admits")
 		}
 	}

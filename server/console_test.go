@@ -82,6 +82,9 @@ func TestConsole(t *testing.T) {
 		t.Errorf("got ban %+v, want Steve for 7 days", b)
 	}
 	c.send("ban 127.0.0.0/8", "banned 127.0.0.0/8 for good")
+	if l := c.logs.String(); !strings.Contains(l, `"expires":"never"`) || strings.Contains(l, "0001-01-01") {
+		t.Errorf("a permanent ban's log line: got\n%s\nwant expires=never and no zero time", l)
+	}
 	again := dial(t, addr, raknet.Dialer{})
 	again.sendLogin("Herobrine")
 	again.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage)
@@ -117,4 +120,35 @@ func TestConsole(t *testing.T) {
 		t.Fatal("RunConsole did not return after stop")
 	}
 	c.done <- nil // for the cleanup
+}
+
+// TestConsoleNamesWithSpaces kicks with "Major" and "Major Nelson" both
+// online: a quoted name reaches exactly that player, an unquoted one that
+// could name either is refused, and the other player stays.
+func TestConsoleNamesWithSpaces(t *testing.T) {
+	srv, c := startConsole(t, Config{NewHandler: newHold})
+	addr := gameAddr(t, srv)
+	major, nelson := dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})
+	major.login("Major")
+	nelson.login("Major Nelson")
+	major.sync()
+	nelson.sync()
+
+	c.send("kick Major Nelson", `\"Major Nelson\" is online: quote a name with spaces`)
+	c.send(`kick "Major Nelson" griefing`, "kicked 1 player(s) named Major Nelson")
+	nelson.expectDisconnect(session.DisconnectReasonKicked, "griefing")
+	waitFor(t, "Major Nelson gone", func() bool { return srv.PlayerCount() == 1 })
+	if p := srv.Players(); len(p) != 1 || p[0].DisplayName != "Major" {
+		t.Errorf("players online: got %v, want Major alone", p)
+	}
+	c.send("ban Major 2x", `\"2x\" is not a ban length`)
+	if b := srv.Bans(); len(b) != 0 {
+		t.Errorf("got bans %+v, want none", b)
+	}
+	c.send(`ban "Major Nelson" 7days`, "banned Major Nelson until")
+	if b := srv.Bans(); len(b) != 1 || b[0].Name != "Major Nelson" || time.Until(b[0].Expires) < 6*24*time.Hour {
+		t.Errorf("got bans %+v, want Major Nelson for 7 days", b)
+	}
+	c.send("unban Major Nelson", "lifted 1 ban(s) of Major Nelson")
+	major.sync() // still online
 }
