@@ -29,20 +29,21 @@ func (srv *Server) verifyLogin(s *session.Session, id session.Identity, req sess
 	if srv.verifier != nil {
 		v, err := srv.verifier.VerifyLogin(s, id, req)
 		if err != nil {
+			reason := refusedNotSignedIn
 			if errors.Is(err, auth.ErrUnavailable) {
 				srv.stats.authUnavailable.Add(1)
+				reason = refusedAuthUnavailable
 			} else {
 				srv.stats.notSignedIn.Add(1)
 			}
+			srv.logRefusal(s, id, false, reason, err)
 			return id, err
 		}
 		id = v
 	}
 	if err := srv.access.Admit(id, addrPort(s.RemoteAddr()).Addr()); err != nil {
 		srv.stats.countRefusal(err)
-		if e := s.Log().Debug(); e.Enabled() {
-			e.Err(err).Msg("login refused")
-		}
+		srv.logRefusal(s, id, false, accessReason(err), err)
 		return id, err
 	}
 	return id, nil
