@@ -25,18 +25,22 @@
 // A Codec lays packets out for one network protocol (Codec.Protocol); Write
 // and Adapter use the session's, so each player's packets are encoded for
 // the protocol its client spoke. gophertunnel v1.62.0's structures are the
-// layout of BaseProtocol (2193); each later protocol is a delta over the
+// layout of BaseProtocol (2193); each other protocol is a delta over the
 // one before it, in a file of its own (v2225.go): the packets whose layout
 // changed, as a marshal that adds the new fields around the older layout,
-// and the packets that changed in ways this build does not translate,
-// which a Codec refuses with ErrUnsupported rather than send or read in the
-// wrong layout. Protocols lists them all; it matches session.Protocols.
+// leaves out the removed ones, or lays the packet out anew. A delta may
+// also refuse a packet it does not translate (ErrUnsupported) rather than
+// send or read it in the wrong layout; 2225's refuses none. Protocols
+// lists them all; it matches session.Protocols.
 //
-// Adding the next protocol is one file, vNNNN.go, with a delta that
-// registers itself, plus its version in session/protocols.go, a step in
-// testdata/golden.js and its cases in golden_test.go: golden.js makes the
-// golden bytes from npm minecraft-data's protocol.json (go test -run
-// TestGolden -args -update).
+// Adding the next protocol starts with one command, which lists the
+// packets whose layout differs between two versions of npm minecraft-data
+// (node testdata/diff.js ../../integration/js/node_modules 1.26.60
+// 1.26.70, after npm ci --prefix integration/js); then one file, vNNNN.go,
+// with a delta that registers itself and carries each of them, its version
+// in session/protocols.go, a step in testdata/golden.js and a case for
+// each packet in golden_test.go: golden.js makes the golden bytes from
+// minecraft-data's protocol.json (go test -run TestGolden -args -update).
 //
 // A handler of typed packets:
 //

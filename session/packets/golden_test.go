@@ -2,6 +2,7 @@ package packets
 
 import (
 	"bytes"
+	"image/color"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -113,10 +114,123 @@ func goldenPackets() []struct {
 			PlayMode:  packet.PlayModeNormal,
 			Tick:      42,
 		}},
+		{"item_stack_request", &packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{
+			RequestID: -5,
+			Actions: []protocol.StackRequestAction{
+				&protocol.CraftNonImplementedStackRequestAction{},
+				&protocol.CraftResultsDeprecatedStackRequestAction{ResultItems: []protocol.StackRequestItem{}, TimesCrafted: 2},
+			},
+			FilterStrings: []string{},
+		}}}},
+		{"inventory_transaction", &packet.InventoryTransaction{
+			LegacyRequestID: 0,
+			Actions:         []protocol.InventoryAction{},
+			TransactionData: &protocol.UseItemOnEntityTransactionData{
+				TargetEntityRuntimeID: 9,
+				ActionType:            protocol.UseItemOnEntityActionAttack,
+				HotBarSlot:            2,
+				Position:              mgl32.Vec3{0.5, 65.62, 0.5},
+				ClickedPosition:       mgl32.Vec3{0, 1, 0},
+			},
+		}},
+		{"inventory_transaction", &packet.InventoryTransaction{
+			Actions: []protocol.InventoryAction{},
+			TransactionData: &protocol.ReleaseItemTransactionData{
+				ActionType:   protocol.ReleaseItemActionConsume,
+				HotBarSlot:   1,
+				HeadPosition: mgl32.Vec3{0.5, 65.62, 0.5},
+			},
+		}},
+		{"player_list", &packet.PlayerList{Entries: []protocol.PlayerListEntry{{
+			ActionType:     protocol.PlayerListActionAdd,
+			UUID:           uuid.MustParse("e8f2e2a6-5c7e-4c1e-9d1e-1b5c2f3a4b5c"),
+			EntityUniqueID: 9,
+			Username:       "Steve",
+			XUID:           "2535",
+			BuildPlatform:  7,
+			Skin:           goldenSkin(),
+			PlayerColour:   color.RGBA{R: 1, G: 2, B: 3, A: 0xff},
+		}}}},
+		{"player_list", &packet.PlayerList{Entries: []protocol.PlayerListEntry{{
+			ActionType: protocol.PlayerListActionRemove,
+			UUID:       uuid.MustParse("e8f2e2a6-5c7e-4c1e-9d1e-1b5c2f3a4b5c"),
+		}}}},
+		// 2225's skin has no play_fab_id, so a PlayerSkin cannot carry
+		// one: the case's is empty, so the skin reads back the same.
+		{"player_skin", &packet.PlayerSkin{
+			UUID:        uuid.MustParse("e8f2e2a6-5c7e-4c1e-9d1e-1b5c2f3a4b5c"),
+			Skin:        func() protocol.Skin { s := goldenSkin(); s.PlayFabID = ""; return s }(),
+			NewSkinName: "new",
+			OldSkinName: "old",
+		}},
+		{"dimension_data", &packet.DimensionData{Definitions: []protocol.DimensionDefinition{{
+			Name: "minecraft:overworld", MinimumY: -64, HeightRange: 384, Generator: 2,
+			PackID: uuid.MustParse("e8f2e2a6-5c7e-4c1e-9d1e-1b5c2f3a4b5c"), DefaultBiome: "plains",
+		}}}},
+		{"education_settings", &packet.EducationSettings{
+			CodeBuilderDefaultURI: "uri", CodeBuilderTitle: "title",
+			CanModifyBlocks: protocol.Option(true),
+			OverrideURI:     protocol.Option("override"),
+		}},
+		{"clientbound_update_sound_data", &packet.ClientboundUpdateSoundData{
+			ServerSoundHandle: 42,
+			Resume:            protocol.SoundDataUpdate{Type: protocol.SoundDataUpdateFade, Duration: 1.5, TargetVolume: 0.25},
+		}},
+		{"serverbound_diagnostics", &packet.ServerBoundDiagnostics{
+			AverageFramesPerSecond: 60,
+			MemoryCategoryValues:   []protocol.MemoryCategoryCounter{},
+			EntityDiagnostics: []protocol.EntityDiagnosticTimingInfo{
+				{DisplayName: "Pig", Entity: "minecraft:pig", DurationNanos: 1000, PercentOfTotal: 3, Position: mgl32.Vec3{1, 2, 3}, Dimension: "overworld"},
+				{DisplayName: "Cow", Entity: "minecraft:cow"},
+			},
+			SystemDiagnostics: []protocol.SystemDiagnosticTimingInfo{},
+			SystemCategories:  []protocol.SystemCategory{{CategoryName: "ticking", SystemIndex: 2}},
+			WhiskerScopes:     []protocol.WhiskerScopeDataSummary{},
+		}},
+		{"clientbound_attribute_layer_sync", &packet.ClientBoundAttributeLayerSync{
+			PayloadType: protocol.AttributeLayerPayloadTypeUpdateEnvironment,
+			LayerName:   "weather",
+			DimensionID: 0,
+			EnvironmentAttributes: []protocol.EnvironmentAttributeData{
+				{AttributeName: "rain", Attribute: protocol.AttributeData{Type: protocol.AttributeDataTypeBool, BoolValue: true}},
+				{
+					AttributeName:          "fog",
+					FromAttribute:          protocol.Option(protocol.AttributeData{Type: protocol.AttributeDataTypeFloat, FloatValue: 0.25}),
+					ToAttribute:            protocol.Option(protocol.AttributeData{Type: protocol.AttributeDataTypeFloat, FloatValue: 0.75}),
+					Attribute:              protocol.AttributeData{Type: protocol.AttributeDataTypeFloat, FloatValue: 0.25},
+					TotalTransitionTicks:   40,
+					CurrentTransitionTicks: 10,
+					EaseType:               3,
+				},
+			},
+		}},
 		// Unchanged.
 		{"text", &packet.Text{TextType: packet.TextTypeRaw, Message: "hello"}},
 		{"disconnect", &packet.Disconnect{Reason: 150, Message: "bye"}},
 		{"play_status", &packet.PlayStatus{Status: packet.PlayStatusPlayerSpawn}},
+	}
+}
+
+// goldenSkin is a skin with every field of the layouts set.
+func goldenSkin() protocol.Skin {
+	return protocol.Skin{
+		SkinID:                    "skin",
+		PlayFabID:                 "playfab",
+		SkinResourcePatch:         []byte("{}"),
+		SkinImageWidth:            1,
+		SkinImageHeight:           1,
+		SkinData:                  []byte{1, 2, 3, 4},
+		Animations:                []protocol.SkinAnimation{},
+		CapeData:                  []byte{},
+		SkinGeometry:              []byte("{}"),
+		AnimationData:             []byte{},
+		GeometryDataEngineVersion: []byte("1.0.0"),
+		FullID:                    "full",
+		SkinColour:                color.RGBA{R: 9, G: 8, B: 7, A: 0xff},
+		ArmSize:                   1,
+		PersonaPieces:             []protocol.PersonaPiece{},
+		PieceTintColours:          []protocol.PersonaPieceTintColour{},
+		Trusted:                   true,
 	}
 }
 
@@ -260,38 +374,66 @@ func TestDecode2225(t *testing.T) {
 	}
 }
 
-// TestUnsupported2225 checks that a packet 2225 changed in a way Codec does
-// not translate is refused both ways rather than sent in 2193's layout.
-func TestUnsupported2225(t *testing.T) {
+// TestNothingUnsupported2225 checks that 2225 refuses no packet: every
+// packet of gophertunnel's pools, zero, encodes at 2225 without
+// ErrUnsupported (some refuse a zero field, which is another error).
+func TestNothingUnsupported2225(t *testing.T) {
+	if n := len(v2225.unsupported); n != 0 {
+		t.Errorf("the 2225 delta refuses %d packets: %v", n, v2225.unsupported)
+	}
 	c := Codec{Protocol: 2225}
-	for _, pk := range []packet.Packet{
-		&packet.PlayerList{},
-		&packet.PlayerSkin{},
-		&packet.DimensionData{},
-		&packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{Actions: []protocol.StackRequestAction{&protocol.CraftResultsDeprecatedStackRequestAction{}}}}},
+	for _, pool := range []packet.Pool{packet.NewClientPool(), packet.NewServerPool()} {
+		for _, newPacket := range pool {
+			pk := newPacket()
+			if _, err := c.Append(nil, pk); errors.Is(err, ErrUnsupported) {
+				t.Errorf("append %T at 2225: %v", pk, err)
+			}
+		}
+	}
+}
+
+// TestStackActions2225 checks the renumbered stack request actions: each
+// reads back as written at 2225, the added one cannot be written at 2193,
+// and the two it renumbered are one higher at 2225.
+func TestStackActions2225(t *testing.T) {
+	c := Codec{Protocol: 2225}
+	for _, a := range []protocol.StackRequestAction{
+		&CraftReservedStackRequestAction{ReservedID: "x", TimesCrafted: 2},
+		&protocol.CraftNonImplementedStackRequestAction{},
+		&protocol.CraftResultsDeprecatedStackRequestAction{TimesCrafted: 3, ResultItems: []protocol.StackRequestItem{}},
+		&protocol.DropStackRequestAction{Count: 1},
 	} {
-		if _, err := c.Append(nil, pk); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("append %T: got %v, want ErrUnsupported", pk, err)
+		pk := &packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{RequestID: -1, Actions: []protocol.StackRequestAction{a}, FilterStrings: []string{}}}}
+		b, err := c.Append(nil, pk)
+		if err != nil {
+			t.Fatalf("%T: %v", a, err)
 		}
-		if _, err := (Codec{}).Append(nil, pk); err != nil {
-			t.Errorf("append %T at 2193: %v", pk, err)
+		got, err := c.Decode(sessionPacket(pk.ID(), b))
+		if err != nil {
+			t.Fatalf("%T: decode: %v", a, err)
 		}
-	}
-	// A stack request without the renumbered actions is the same at both.
-	ok := &packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{RequestID: -1, Actions: []protocol.StackRequestAction{&protocol.DropStackRequestAction{Count: 1}}}}}
-	a, err1 := c.Append(nil, ok)
-	b, err2 := Codec{}.Append(nil, ok)
-	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
-		t.Errorf("plain stack request: % x, %v at 2225; % x, %v at 2193", a, err1, b, err2)
-	}
-	// Decoding refuses it too: the client sends these.
-	bad, _ := Codec{}.Append(nil, &packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{Actions: []protocol.StackRequestAction{&protocol.CraftNonImplementedStackRequestAction{}}}}})
-	if _, err := c.Decode(sessionPacket(packet.IDItemStackRequest, bad)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("decode renumbered stack request: got %v, want ErrUnsupported", err)
-	}
-	inv, _ := Codec{}.Append(nil, &packet.InventoryTransaction{TransactionData: &protocol.NormalTransactionData{}})
-	if _, err := c.Decode(sessionPacket(packet.IDInventoryTransaction, inv)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("decode InventoryTransaction: got %v, want ErrUnsupported", err)
+		if !reflect.DeepEqual(got, pk) {
+			t.Errorf("%T: read back as %#v, want %#v", a, got, pk)
+		}
+		old, err := Codec{}.Append(nil, pk)
+		if _, reserved := a.(*CraftReservedStackRequestAction); reserved {
+			if err == nil {
+				t.Errorf("%T written at 2193", a)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%T at 2193: %v", a, err)
+		}
+		// The request count, RequestID -1 and the action count are a
+		// byte each: the variant is the fourth.
+		want := old[3]
+		if _, renumbered := a.(*protocol.DropStackRequestAction); !renumbered {
+			want++
+		}
+		if b[3] != want {
+			t.Errorf("%T: variant %d at 2225, want %d (%d at 2193)", a, b[3], want, old[3])
+		}
 	}
 }
 

@@ -95,42 +95,70 @@ func marshaler(ds []*delta, pk packet.Packet) (func(protocol.IO), error) {
 }
 
 // hook is a protocol.IO that runs do just before the field at ptr is
-// marshalled, to read or write a field a later protocol put there. Only the
-// kinds of field deltas insert before are hooked; a delta whose field is
-// never reached panics, which Codec turns into an error, rather than
-// silently leaving the new field out.
+// marshalled, or in its place when skip is set, to read or write a field a
+// later protocol put there or to leave out one it took away. Only the
+// kinds of field deltas hook are hooked; a delta whose field is never
+// reached panics, which Codec turns into an error, rather than silently
+// leaving the change out.
 type hook struct {
 	protocol.IO
 	ptr   any
 	do    func(protocol.IO)
+	skip  bool
 	fired bool
 }
 
 // before marshals with m, running do just before the field at ptr.
 func before(io protocol.IO, ptr any, do func(protocol.IO), m func(protocol.IO)) {
-	h := &hook{IO: io, ptr: ptr, do: do}
-	if _, ok := io.(sliceLimiter); ok {
-		m(readHook{h})
-	} else {
-		m(h)
-	}
+	runHook(&hook{IO: io, ptr: ptr, do: do}, m)
+}
+
+// instead marshals with m, running do (nil: nothing) in place of the field
+// at ptr.
+func instead(io protocol.IO, ptr any, do func(protocol.IO), m func(protocol.IO)) {
+	runHook(&hook{IO: io, ptr: ptr, do: do, skip: true}, m)
+}
+
+func runHook(h *hook, m func(protocol.IO)) {
+	m(asReader(h.IO, h))
 	if !h.fired {
-		panic(fmt.Sprintf("delta: field %T was not marshalled", ptr))
+		panic(fmt.Sprintf("delta: field %T was not marshalled", h.ptr))
 	}
 }
 
-func (h *hook) at(x any) {
-	if x == h.ptr && !h.fired {
-		h.fired = true
+// at runs the hook if x is its field, and reports whether the field's own
+// marshal is to be skipped.
+func (h *hook) at(x any) bool {
+	if x != h.ptr || h.fired {
+		return false
+	}
+	h.fired = true
+	if h.do != nil {
 		h.do(h.IO)
 	}
+	return h.skip
 }
 
 // Varint32 hooks int32 fields written as varint32.
-func (h *hook) Varint32(x *int32) { h.at(x); h.IO.Varint32(x) }
+func (h *hook) Varint32(x *int32) {
+	if !h.at(x) {
+		h.IO.Varint32(x)
+	}
+}
 
 // String hooks string fields.
-func (h *hook) String(x *string) { h.at(x); h.IO.String(x) }
+func (h *hook) String(x *string) {
+	if !h.at(x) {
+		h.IO.String(x)
+	}
+}
+
+// ItemInstance hooks item instance fields.
+func (h *hook) ItemInstance(x *protocol.ItemInstance) {
+	if !h.at(x) {
+		h.IO.ItemInstance(x)
+	}
+}
 
 // sliceLimiter is what gophertunnel's slice helpers (protocol.SliceOfLen)
 // look for in an IO to tell reading from writing: a reader checks the
@@ -139,10 +167,27 @@ type sliceLimiter interface {
 	SliceLength(value, max uint32)
 }
 
-// readHook is a hook over a reader, which it must still look like.
-type readHook struct{ *hook }
+// reading reports whether io reads.
+func reading(io protocol.IO) bool {
+	_, ok := io.(sliceLimiter)
+	return ok
+}
+
+// asReader returns w, an IO wrapping inner, made to look like a reader to
+// gophertunnel's slice helpers if inner is one.
+func asReader(inner, w protocol.IO) protocol.IO {
+	if l, ok := inner.(sliceLimiter); ok {
+		return readWrapper{IO: w, l: l}
+	}
+	return w
+}
+
+// readWrapper is a wrapping IO over a reader, which it must still look
+// like.
+type readWrapper struct {
+	protocol.IO
+	l sliceLimiter
+}
 
 // SliceLength checks a slice length, as the reader does.
-func (h readHook) SliceLength(value, max uint32) {
-	h.IO.(sliceLimiter).SliceLength(value, max)
-}
+func (r readWrapper) SliceLength(value, max uint32) { r.l.SliceLength(value, max) }
