@@ -2,12 +2,12 @@ package packets
 
 import (
 	"bytes"
-	"image/color"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
+	"image/color"
 	"os"
 	"os/exec"
 	"path/filepath"
