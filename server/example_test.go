@@ -75,30 +75,35 @@ func (c *counter) say(s *session.Session, msg string) error {
 // This example runs a server from config.toml, logging as its [log] table
 // says, with a custom handler until Ctrl-C or SIGTERM.
 func Example_customHandler() {
-	uc, err := config.Load("config.toml")
-	if err != nil {
+	if err := run("config.toml"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(1) // so a process manager's Restart=on-failure acts
+	}
+}
+
+// run serves with the configuration in path until Ctrl-C or SIGTERM. It
+// returns an error when the configuration is bad or the server cannot
+// listen (a port taken).
+func run(path string) error {
+	uc, err := config.Load(path)
+	if err != nil {
+		return err
 	}
 	log, logFile, err := uc.Logger() // [log]: level, format, file
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer logFile.Close()
 	conf, err := uc.Config(log) // the server logs "listening", joins, leaves
 	if err != nil {
-		log.Error().Err(err).Msg("bad configuration")
-		return
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	// This handler takes the place of the built-in ones that
 	// server.handler and server.greeting configure.
 	conf.NewHandler = newCounter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := conf.New().Run(ctx); err != nil {
-		log.Error().Err(err).Msg("server stopped")
-	}
+	return conf.New().Run(ctx)
 }
 
 // This example starts a server on a random loopback port and reads the

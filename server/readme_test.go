@@ -43,7 +43,8 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	if got != want {
 		t.Errorf("README.md counter:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
-	// The program around it: README's main is the example's body.
+	// The program around it: README's main is the example's body, and run
+	// is the same in both.
 	body := func(s, fn string) string {
 		i := strings.Index(s, fn)
 		if i < 0 {
@@ -55,6 +56,10 @@ func TestREADMEHandlerMatchesExample(t *testing.T) {
 	got, want = body(string(readme), "func main() {\n"), body(string(example), "func Example_customHandler() {\n")
 	if want == "" || got != want {
 		t.Errorf("README.md main:\n%s\nwant, as Example_customHandler's body:\n%s", got, want)
+	}
+	got, want = body(string(readme), "func run(path string) error {\n"), body(string(example), "func run(path string) error {\n")
+	if want == "" || got != want {
+		t.Errorf("README.md run:\n%s\nwant, as in example_test.go:\n%s", got, want)
 	}
 }
 
