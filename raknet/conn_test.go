@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/basaltmc/basalt/integration/leaktest"
@@ -216,10 +217,13 @@ func TestReadQueueBackpressure(t *testing.T) {
 						}
 					}
 				}()
-				// Sample the queue while the writer runs and nobody reads.
+				// Sample the queue every millisecond of the bubble's
+				// clock, once everything due has run, while the writer
+				// runs and nobody reads.
 				peak, peakBytes := 0, 0
-				deadline := time.Now().Add(500 * time.Millisecond)
-				for time.Now().Before(deadline) {
+				for range 500 {
+					time.Sleep(time.Millisecond)
+					synctest.Wait()
 					server.mu.Lock()
 					n, bytes := len(server.readQ)-server.readHead, 0
 					for _, p := range server.readQ[server.readHead:] {
@@ -227,7 +231,6 @@ func TestReadQueueBackpressure(t *testing.T) {
 					}
 					server.mu.Unlock()
 					peak, peakBytes = max(peak, n), max(peakBytes, bytes)
-					time.Sleep(time.Millisecond)
 				}
 				if tc.maxN > 0 && peak != tc.maxN {
 					t.Errorf("read queue peaked at %d messages, want exactly the bound %d", peak, tc.maxN)

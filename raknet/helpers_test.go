@@ -311,21 +311,6 @@ func acceptTest(t *testing.T, l *Listener) *Conn {
 	}
 }
 
-// waitFor polls cond every few milliseconds until it holds or timeout
-// passes, and reports whether it held.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // filterConn wraps a PacketConn: writes for which dropWrite returns true
 // and reads for which dropRead returns true are discarded silently, as a
 // path that loses them would. Sizes seen are recorded.

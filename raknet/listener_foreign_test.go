@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -98,30 +99,35 @@ func (f *foreignRecorder) count() int {
 // STUN and DTLS go to the hook, pings are still answered, and
 // WriteForeign answers from the listener's socket.
 func TestForeignHook(t *testing.T) {
-	var f foreignRecorder
-	l := listenTest(t, ListenConfig{Foreign: f.take})
-	r := newRawClient(t, l.Addr())
-	stun := stunMessage(0x0001, nil)
-	r.send(stun)
-	r.send(append([]byte{22, 0xfe, 0xfd}, make([]byte, 20)...))
-	r.send((&wire.UnconnectedPing{Time: 1, ClientGUID: -1}).Append(nil))
-	r.expect(wire.IDUnconnectedPong, time.Second)
-	waitUntil(t, "both foreign datagrams", func() bool { return f.count() == 2 })
-	f.mu.Lock()
-	if !bytes.Equal(f.got[0], stun) || f.from[0] != key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort()) {
-		t.Errorf("got % x from %v", f.got[0], f.from[0])
-	}
-	from := f.from[0]
-	f.mu.Unlock()
-	if err := l.WriteForeign([]byte("answer"), from); err != nil {
-		t.Fatal(err)
-	}
-	if b := r.read(time.Second); string(b) != "answer" {
-		t.Errorf("read %q, want the foreign answer", b)
-	}
-	if st := l.Stats(); st.Dropped != 0 || st.Pings != 1 {
-		t.Errorf("stats: %d dropped, %d pings; want 0, 1", st.Dropped, st.Pings)
-	}
+	inSim(t, func(t *testing.T, s *simNet) {
+		var f foreignRecorder
+		l := s.listen(ListenConfig{Foreign: f.take})
+		r := s.raw(l.Addr())
+		stun := stunMessage(0x0001, nil)
+		r.send(stun)
+		r.send(append([]byte{22, 0xfe, 0xfd}, make([]byte, 20)...))
+		r.send((&wire.UnconnectedPing{Time: 1, ClientGUID: -1}).Append(nil))
+		r.expect(wire.IDUnconnectedPong, time.Second)
+		synctest.Wait()
+		if n := f.count(); n != 2 {
+			t.Fatalf("got %d foreign datagrams, want 2", n)
+		}
+		f.mu.Lock()
+		if !bytes.Equal(f.got[0], stun) || f.from[0] != key(r.pc.LocalAddr().(*net.UDPAddr).AddrPort()) {
+			t.Errorf("got % x from %v", f.got[0], f.from[0])
+		}
+		from := f.from[0]
+		f.mu.Unlock()
+		if err := l.WriteForeign([]byte("answer"), from); err != nil {
+			t.Fatal(err)
+		}
+		if b := r.read(time.Second); string(b) != "answer" {
+			t.Errorf("read %q, want the foreign answer", b)
+		}
+		if st := l.Stats(); st.Dropped != 0 || st.Pings != 1 {
+			t.Errorf("stats: %d dropped, %d pings; want 0, 1", st.Dropped, st.Pings)
+		}
+	})
 }
 
 // The classification runs on every datagram the listener reads when

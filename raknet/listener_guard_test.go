@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet/internal/wire"
@@ -117,6 +118,7 @@ func TestHandshakeAmplificationBound(t *testing.T) {
 		sent += r.sendFrames(r.frame(wire.Reliable, req.Append(nil)))
 		// The victim acknowledges nothing: every resend counts.
 		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
 		f.mu.Lock()
 		got := 0
 		for _, n := range f.sizes {

@@ -186,14 +186,6 @@ func TestQueryLimits(t *testing.T) {
 	}
 }
 
-// waitUntil fails the test unless cond holds within a second.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !waitFor(time.Second, cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // Refusing a query allocates nothing: rate-limited, or refused by the hook.
 func TestQueryRefusalAllocs(t *testing.T) {
 	from := netip.MustParseAddrPort("127.0.7.1:4000")

@@ -46,38 +46,40 @@ func TestPerIPRefusalOfTrustedProxyLogged(t *testing.T) {
 		{"none", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf syncBuffer
-			log := zerolog.New(&buf)
-			l := listenTest(t, ListenConfig{TrustedProxies: tc.trusted, MaxConnectionsPerIP: 1, Log: &log})
-			dialTest(t, Dialer{}, l)
-			for range 3 {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				c, err := Dialer{}.DialContext(ctx, l.Addr().String())
-				cancel()
-				if err == nil {
-					_ = c.Close()
-					t.Fatal("second connection from one IP accepted, want it refused")
+			inSim(t, func(t *testing.T, s *simNet) {
+				var buf syncBuffer
+				log := zerolog.New(&buf)
+				l := s.listen(ListenConfig{TrustedProxies: tc.trusted, MaxConnectionsPerIP: 1, Log: &log})
+				s.dial(Dialer{}, l)
+				for range 3 {
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					c, err := s.dialer(Dialer{}).DialContext(ctx, l.Addr().String())
+					cancel()
+					if err == nil {
+						_ = c.Close()
+						t.Fatal("second connection from one IP accepted, want it refused")
+					}
 				}
-			}
-			if st := l.Stats(); st.PerIPLimited < 3 {
-				t.Fatalf("PerIPLimited %d, want at least 3", st.PerIPLimited)
-			}
-			out := buf.String()
-			n := strings.Count(out, "per-IP limit refused connections from a trusted proxy")
-			if !tc.want {
-				if n != 0 {
-					t.Errorf("got %d explanations, want none:\n%s", n, out)
+				if st := l.Stats(); st.PerIPLimited < 3 {
+					t.Fatalf("PerIPLimited %d, want at least 3", st.PerIPLimited)
 				}
-				return
-			}
-			if n != 1 {
-				t.Errorf("got %d explanations, want 1 (once per 10 s):\n%s", n, out)
-			}
-			for _, s := range []string{"network.proxy_protocol", "raknet.max_connections_per_ip", `"proxy":"127.0.0.1"`, `"level":"warn"`} {
-				if !strings.Contains(out, s) {
-					t.Errorf("log lacks %s:\n%s", s, out)
+				out := buf.String()
+				n := strings.Count(out, "per-IP limit refused connections from a trusted proxy")
+				if !tc.want {
+					if n != 0 {
+						t.Errorf("got %d explanations, want none:\n%s", n, out)
+					}
+					return
 				}
-			}
+				if n != 1 {
+					t.Errorf("got %d explanations, want 1 (once per 10 s):\n%s", n, out)
+				}
+				for _, want := range []string{"network.proxy_protocol", "raknet.max_connections_per_ip", `"proxy":"127.0.0.1"`, `"level":"warn"`} {
+					if !strings.Contains(out, want) {
+						t.Errorf("log lacks %s:\n%s", want, out)
+					}
+				}
+			})
 		})
 	}
 }

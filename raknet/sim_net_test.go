@@ -116,3 +116,28 @@ func (s *simNet) rawAt(server net.Addr, ip netip.Addr) *rawClient {
 	s.t.Cleanup(func() { _ = pc.Close() })
 	return &rawClient{t: s.t, pc: pc.(*simnet.Conn), server: key(server.(*net.UDPAddr).AddrPort()), buf: make([]byte, maxDatagramSize)}
 }
+
+// waitFor polls cond every few milliseconds of the bubble's clock until it
+// holds or timeout passes, and reports whether it held. It is for tests in
+// a synctest bubble (inSim), where the sleeps take no real time.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitUntil fails the test unless cond holds within a second of the
+// bubble's clock.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !waitFor(time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
