@@ -36,7 +36,7 @@ const (
 	// floodJoinWithin bounds a NetherNet player's join under the flood.
 	floodJoinWithin = 10 * time.Second
 	// floodHeapBudget bounds how much the heap may grow under the flood:
-	// the 16 addresses hold at most 64 half-open peers (4 each), each a
+	// the 16 addresses, one /24, hold at most 64 half-open peers, each a
 	// pion ICE agent with DTLS and SCTP state (about 150 KiB measured),
 	// and the demultiplexer at most 1024 datagrams of 1500 bytes.
 	floodHeapBudget = 32 << 20
@@ -320,8 +320,9 @@ func TestNetherNetFlood(t *testing.T) {
 			t.Errorf("HTTP %d answered %d times, counted %d", c.code, got, c.counted)
 		}
 	}
-	// Each flooding address holds at most 4 negotiations (the per-IP
-	// slots), far under the cap; the player and the junk add a few.
+	// The flooding addresses share one /24, which holds at most four
+	// sources' worth of negotiations (64), far under the cap; the player
+	// and the junk add a few.
 	if negMax > nethernet.DefaultMaxNegotiations || negMax > 4*floodOfferIPs+4 {
 		t.Errorf("%d negotiations in progress, over the caps", negMax)
 	}
