@@ -13,10 +13,11 @@ type Version struct {
 	Name string
 }
 
-// protocols lists every protocol this build speaks, oldest first. The
-// oldest is the one gophertunnel v1.62.0's packet structures are laid out
-// for (minecraft/protocol/info.go); each later one is a delta over the one
-// before it in session/packets (v2225.go for 2225). The numbers are
+// protocols lists every protocol this build speaks, oldest first. One of
+// them, session/packets' BaseProtocol (2193), is the layout of the packet
+// structures of the gophertunnel version this build uses; each other one
+// is a delta over its neighbour in session/packets (v2225.go for 2225),
+// up or down from the base. The numbers are
 // Mojang's: bedrock-protocol-docs release tags, and npm minecraft-data
 // 3.119.0's bedrock/1.26.51 and bedrock/1.26.60 version.json.
 //

@@ -5,62 +5,104 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// BaseProtocol is the protocol gophertunnel v1.62.0's packet structures are
-// laid out for (minecraft/protocol/info.go): 2193, Minecraft 1.26.50. A
-// Codec for it marshals packets as the library does; every later protocol
-// is a delta over the one before it.
-const BaseProtocol int32 = protocol.CurrentProtocol
+// BaseProtocol is the protocol whose layout gophertunnel's packet
+// structures have, so that a Codec for it marshals packets as the library
+// does: 2193, Minecraft 1.26.50, the layout of gophertunnel v1.62.0
+// (minecraft/protocol/info.go). Every other protocol is a delta over
+// another, leading from the base up (v2225.go) or down. It is a number of
+// ours rather than gophertunnel's CurrentProtocol, so a dependency bump
+// cannot change what a protocol's bytes are: TestBaseProtocol fails, with
+// what to do, the day gophertunnel moves.
+const BaseProtocol int32 = 2193
 
 // ErrUnsupported is wrapped by the error a Codec returns for a packet whose
-// layout changed at a later protocol in a way this build does not translate
-// (a new field of a nested type, a renumbered enum), so that it is never
-// sent or read in the older layout.
+// layout changed at a protocol in a way this build does not translate (a
+// new field of a nested type, a renumbered enum), so that it is never
+// sent or read in another layout. No delta of this build refuses a packet.
 var ErrUnsupported = errors.New("packet not supported at this protocol")
 
 // ErrUnknownProtocol is wrapped by the error a Codec returns for a protocol
-// that is neither BaseProtocol nor one with a delta.
+// that is neither BaseProtocol nor one with a delta that leads to it.
 var ErrUnknownProtocol = errors.New("unknown protocol")
 
-// A delta is how one protocol's packets differ from the protocol before it.
-// Each protocol after BaseProtocol has one, in a file of its own
-// (v2225.go), registered by that file's init function.
+// A delta is how one protocol's packets differ from another's, the one it
+// is laid over: a protocol's delta leads from the protocol before it (up
+// from the base) or after it (down from the base). Each protocol other
+// than BaseProtocol has one, in a file of its own (v2225.go), registered
+// by that file's init function.
 type delta struct {
 	// protocol is the protocol the delta leads to.
 	protocol int32
+	// from is the protocol it is laid over; zero means BaseProtocol.
+	from int32
 	// packets holds the packets whose layout changed, by ID: each marshals
 	// pk with io, calling prev where the previous protocol's fields go,
-	// before or after the fields it adds. It works for reading and
-	// writing alike, as gophertunnel's Marshal methods do.
+	// before or after the fields it adds, or not at all for a packet it
+	// lays out anew. It works for reading and writing alike, as
+	// gophertunnel's Marshal methods do.
 	packets map[uint32]func(pk packet.Packet, io protocol.IO, prev func(protocol.IO))
 	// unsupported lists the packets whose layout changed and that this
 	// build does not translate, each with what changed.
 	unsupported map[uint32]string
 }
 
-// deltas are the registered deltas, sorted by protocol.
+// deltas are the registered deltas, in the order registered.
 var deltas []*delta
 
-// register adds d to the deltas. It is called from init functions only.
+// register adds d to the deltas. It is called from init functions only,
+// and checks nothing: a delta that leads nowhere, or a protocol with two,
+// is an error TestDeltas reports and chain refuses, not a panic at start.
 func register(d *delta) {
-	if d.protocol <= BaseProtocol || slices.ContainsFunc(deltas, func(o *delta) bool { return o.protocol == d.protocol }) {
-		panic(fmt.Sprintf("packets: delta for protocol %d registered twice or not after the base", d.protocol))
-	}
 	deltas = append(deltas, d)
-	slices.SortFunc(deltas, func(a, b *delta) int { return cmp.Compare(a.protocol, b.protocol) })
+}
+
+// chains maps each protocol a delta leads to onto the deltas that lead
+// there from BaseProtocol, in order; a protocol whose deltas do not reach
+// the base is left out. It is built once, after every init function.
+var chains = sync.OnceValue(buildChains)
+
+// buildChains builds chains' map from deltas.
+func buildChains() map[int32][]*delta {
+	byProtocol := make(map[int32]*delta, len(deltas))
+	for _, d := range deltas {
+		if _, dup := byProtocol[d.protocol]; !dup {
+			byProtocol[d.protocol] = d
+		}
+	}
+	m := make(map[int32][]*delta, len(deltas))
+	for p := range byProtocol {
+		var ds []*delta
+		for at := p; at != BaseProtocol; {
+			d, ok := byProtocol[at]
+			if !ok || len(ds) > len(byProtocol) { // no delta, or a cycle
+				ds = nil
+				break
+			}
+			ds = append(ds, d)
+			at = cmp.Or(d.from, BaseProtocol)
+		}
+		if ds != nil {
+			slices.Reverse(ds)
+			m[p] = ds
+		}
+	}
+	return m
 }
 
 // Protocols returns every protocol a Codec speaks, oldest first: BaseProtocol
-// and each protocol with a delta.
+// and each protocol with deltas that lead to it from the base.
 func Protocols() []int32 {
 	ps := []int32{BaseProtocol}
-	for _, d := range deltas {
-		ps = append(ps, d.protocol)
+	for p := range chains() {
+		ps = append(ps, p)
 	}
+	slices.Sort(ps)
 	return ps
 }
 
@@ -69,11 +111,11 @@ func chain(p int32) ([]*delta, error) {
 	if p == 0 || p == BaseProtocol {
 		return nil, nil
 	}
-	i := slices.IndexFunc(deltas, func(d *delta) bool { return d.protocol == p })
-	if i < 0 {
+	ds, ok := chains()[p]
+	if !ok {
 		return nil, fmt.Errorf("protocol %d: %w", p, ErrUnknownProtocol)
 	}
-	return deltas[:i+1], nil
+	return ds, nil
 }
 
 // marshaler returns the function that marshals pk at the end of ds.
