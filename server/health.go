@@ -51,7 +51,13 @@ func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
 		srv.mu.Lock()
 		players := srv.players
 		srv.mu.Unlock()
-		srv.log.Info().Int("players", players).Stringer("grace", max(grace, 0)).
+		// Without a grace the close follows at once and says it all:
+		// a drain line on every stop would be noise.
+		e := srv.log.Debug()
+		if grace > 0 {
+			e = srv.log.Info()
+		}
+		e.Int("players", players).Stringer("grace", max(grace, 0)).
 			Msg("draining: not ready, refusing new logins, telling the players")
 		if srv.conf.OnDrain != nil {
 			srv.conf.OnDrain(srv.conf.RestartMessage)
