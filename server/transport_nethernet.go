@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"syscall"
 
@@ -39,8 +41,28 @@ func (srv *Server) listenNetherNet() error {
 		Log:            c.Log,
 		NetworkID:      uint64(c.GUID),
 	}
+	if srv.verifier != nil {
+		// Online mode: an offer's token is checked before any WebRTC
+		// state, against the keys Logins are checked with.
+		v := srv.verifier
+		nc.VerifyToken = func(ctx context.Context, token string) error {
+			_, err := v.VerifyToken(ctx, token)
+			return err
+		}
+	}
+	if len(c.TrustedProxies) > 0 {
+		proxies := c.TrustedProxies
+		nc.TrustedProxy = func(a netip.Addr) bool {
+			for _, p := range proxies {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	if c.LANDiscovery {
-		nc.LANAddr = cmp(c.NetherNetLANAddress, "0.0.0.0:"+strconv.Itoa(nethernet.LANPort))
+		nc.LANAddr = cmp(c.NetherNetLANAddress, lanAddress(udp.IP))
 	}
 	switch p := c.NetherNetICEPort; {
 	case p > 0:
@@ -66,6 +88,20 @@ func (srv *Server) listenNetherNet() error {
 	}
 	srv.nn = l
 	return nil
+}
+
+// lanAddress is where NetherNet LAN discovery listens by default: port
+// 7551 on the address the game binds, or the wildcard of its family when
+// the game binds a wildcard.
+func lanAddress(game net.IP) string {
+	host := game.String()
+	switch {
+	case game.To4() != nil && game.IsUnspecified():
+		host = "0.0.0.0"
+	case game.IsUnspecified():
+		host = "::"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(nethernet.LANPort))
 }
 
 // errTwinTaken reports that the TCP port of the game port's number, which

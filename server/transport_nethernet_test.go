@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/df-mc/go-nethernet/discovery"
 )
 
@@ -87,12 +88,13 @@ func TestNetherNetLANDiscovery(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		data = c.Responses()[uint64(srv.GUID())]
 	}
-	var sd discovery.ServerData
-	if err := sd.UnmarshalBinary(data); err != nil {
+	var ad nethernet.Advertisement
+	if err := ad.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
-	if sd.ServerName != "LAN test" || sd.MaxPlayerCount != 20 || sd.PlayerCount != 0 {
-		t.Errorf("server data %+v", sd)
+	if ad.Version != nethernet.AdvertVersion7 || ad.MOTD != "LAN test" || ad.MaxPlayers != 20 || ad.PlayerCount != 0 ||
+		ad.Protocol == 0 || ad.GameVersion == "" {
+		t.Errorf("advertisement %+v", ad)
 	}
 	_ = c.Close()
 
@@ -124,4 +126,18 @@ func bothFree(t *testing.T) string {
 	}
 	t.Fatal("no port free on both TCP and UDP")
 	return ""
+}
+
+func TestLANAddressFollowsTheGame(t *testing.T) {
+	for _, tc := range []struct{ game, want string }{
+		{"0.0.0.0", "0.0.0.0:7551"},
+		{"127.0.0.1", "127.0.0.1:7551"},
+		{"192.168.1.5", "192.168.1.5:7551"},
+		{"::", "[::]:7551"},
+		{"::1", "[::1]:7551"},
+	} {
+		if got := lanAddress(net.ParseIP(tc.game)); got != tc.want {
+			t.Errorf("game on %s: LAN on %s, want %s", tc.game, got, tc.want)
+		}
+	}
 }

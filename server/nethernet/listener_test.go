@@ -2,6 +2,7 @@ package nethernet
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -260,4 +262,45 @@ func TestCloseAccept(t *testing.T) {
 		t.Fatal("Accept after Close: nil error")
 	}
 	_ = errors.New
+}
+
+// In online mode an offer's token is checked at signalling time, before
+// any WebRTC state: one that fails is refused with the identity error
+// code and never answered; one that passes joins.
+func TestOfferTokenCheckedBeforeState(t *testing.T) {
+	defer checkGoroutines(t)()
+	var (
+		mu      sync.Mutex
+		checked []string
+	)
+	l := listenTest(t, Config{VerifyToken: func(_ context.Context, token string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		checked = append(checked, token)
+		if len(checked) == 1 {
+			return errors.New("issuer mismatch")
+		}
+		return nil
+	}})
+	id := clientIdentity(t)
+	if _, err := dial(t, l, id); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("a failing token: %v, want a 400 refusal", err)
+	}
+	st := l.Stats()
+	if st.Unauthenticated != 1 || st.Answered != 0 || st.Negotiating != 0 {
+		t.Errorf("after a failing token: %+v", st)
+	}
+	mu.Lock()
+	if len(checked) != 1 || checked[0] != id.Token {
+		t.Errorf("checked %q, want the offer's token", checked)
+	}
+	mu.Unlock()
+	cc, err := dial(t, l, id)
+	if err != nil {
+		t.Fatalf("a passing token: %v", err)
+	}
+	sc := accept(t, l)
+	_ = cc.Close()
+	_ = sc.Close()
+	_ = l.Close()
 }
