@@ -3,6 +3,7 @@ package config
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -41,8 +42,13 @@ func (uc UserConfig) logger(stderr io.Writer, terminal bool) (*zerolog.Logger, i
 	if uc.Log.File != "" {
 		path := uc.resolve(uc.Log.File)
 		// lumberjack opens the file at the first write; open it now so
-		// a bad path is reported before the server starts.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		// a bad path is reported before the server starts. Its directory
+		// is created, as lumberjack (and BDS, PocketMine) would.
+		err := os.MkdirAll(filepath.Dir(path), 0o755)
+		var f *os.File
+		if err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		}
 		if err != nil {
 			return nil, nil, uc.withLines(keyError("log.file", "%v; fix the path or its directory's permissions, or set log.file = \"\" to log to standard error", err))
 		}

@@ -55,13 +55,26 @@ func TestLoggerLevelAndJSON(t *testing.T) {
 }
 
 // TestLoggerFileErrorNamesKey checks a log.file that cannot be opened is
-// reported before the server starts, naming the key.
+// reported before the server starts, naming the key, and that a missing
+// directory is not such a file: it is created.
 func TestLoggerFileErrorNamesKey(t *testing.T) {
 	uc := DefaultUserConfig()
 	uc.dir = t.TempDir()
-	uc.Log.File = "missing-dir/basalt.log"
-	_, _, err := uc.logger(&bytes.Buffer{}, false)
-	if err == nil || !strings.HasPrefix(err.Error(), "log.file: ") || !strings.Contains(err.Error(), "missing-dir") {
+	uc.Log.File = "logs/basalt/basalt.log"
+	_, c, err := uc.logger(&bytes.Buffer{}, false)
+	if err != nil {
+		t.Fatalf("log.file in a missing directory: %v, want it created", err)
+	}
+	_ = c.Close()
+	if _, err := os.Stat(filepath.Join(uc.dir, "logs", "basalt", "basalt.log")); err != nil {
+		t.Errorf("log.file: %v, want it created with its directory", err)
+	}
+	if err := os.WriteFile(filepath.Join(uc.dir, "not-a-dir"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uc.Log.File = "not-a-dir/basalt.log"
+	_, _, err = uc.logger(&bytes.Buffer{}, false)
+	if err == nil || !strings.HasPrefix(err.Error(), "log.file: ") || !strings.Contains(err.Error(), "not-a-dir") {
 		t.Errorf("got %v, want an error naming log.file and the path", err)
 	}
 	uc.Log.Level = "verbose"
