@@ -8,7 +8,8 @@ import (
 type transportMetrics struct {
 	sessions, players                  *prometheus.Desc
 	offers, answered, accepted, failed *prometheus.Desc
-	refused, negotiating, conns        *prometheus.Desc
+	refused, negotiating, open         *prometheus.Desc
+	unproven, conns                    *prometheus.Desc
 }
 
 func newTransportMetrics() transportMetrics {
@@ -21,13 +22,15 @@ func newTransportMetrics() transportMetrics {
 		failed:      metricDesc("nethernet_negotiations_failed_total", "Answered NetherNet peers whose connection did not complete in time."),
 		refused:     metricDesc("nethernet_refused_total", "NetherNet offers refused, by reason.", "reason"),
 		negotiating: metricDesc("nethernet_negotiating", "NetherNet negotiations in progress: offers being answered and peers still connecting."),
-		conns:       metricDesc("nethernet_connections", "NetherNet connections open."),
+		open:        metricDesc("nethernet_connections", "NetherNet connections open."),
+		unproven:    metricDesc("nethernet_unproven_total", "Answered NetherNet negotiations torn down because the client sent no valid ICE check in time."),
+		conns:       metricDesc("nethernet_signalling_connections_closed_total", "Signalling TCP connections closed by the server before their request: refused at once, or evicted for a new one while still sending.", "why"),
 	}
 }
 
 func (m transportMetrics) describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.sessions, m.players, m.offers, m.answered, m.accepted,
-		m.failed, m.refused, m.negotiating, m.conns} {
+		m.failed, m.refused, m.negotiating, m.open, m.unproven, m.conns} {
 		ch <- d
 	}
 }
@@ -66,7 +69,13 @@ func (m transportMetrics) collect(ch chan<- prometheus.Metric, srv *Server) {
 	count(m.refused, st.Busy, "busy")
 	count(m.refused, st.RateLimited, "rate_limited")
 	count(m.refused, st.Malformed, "malformed")
+	count(m.refused, st.SourceBusy, "source_busy")
+	count(m.refused, st.Unauthenticated, "unauthenticated")
+	count(m.refused, st.NotLAN, "not_lan")
 	count(m.refused, st.ICEQueueFull, "ice_queue_full")
+	count(m.unproven, st.Unproven)
+	count(m.conns, st.ConnsRefused, "refused")
+	count(m.conns, st.ConnsEvicted, "evicted")
 	ch <- prometheus.MustNewConstMetric(m.negotiating, prometheus.GaugeValue, float64(st.Negotiating))
-	ch <- prometheus.MustNewConstMetric(m.conns, prometheus.GaugeValue, float64(st.Open))
+	ch <- prometheus.MustNewConstMetric(m.open, prometheus.GaugeValue, float64(st.Open))
 }
