@@ -65,7 +65,7 @@ func TestBedrockClientGetsDisconnectMessage(t *testing.T) {
 	const msg = "Welcome to the test, {player}! Nothing to see yet."
 	for _, encryption := range []bool{true, false} {
 		t.Run("encryption "+strconv.FormatBool(encryption), func(t *testing.T) {
-			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Encryption: encryption})
+			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, EncryptionDisabled: !encryption})
 			err := bedrockDial(t, addr, "Steve")
 			t.Logf("gophertunnel: %v", err)
 			var de minecraft.DisconnectError
@@ -88,7 +88,7 @@ func kicker(s *session.Session) (session.Handler, error) {
 // TestBedrockClientKicked checks a *DisconnectError from NewHandler reaches
 // gophertunnel's client through an encrypted session.
 func TestBedrockClientKicked(t *testing.T) {
-	_, addr := bedrockServer(t, server.Config{NewHandler: kicker, Encryption: true})
+	_, addr := bedrockServer(t, server.Config{NewHandler: kicker})
 	err := bedrockDial(t, addr, "Alex")
 	var de minecraft.DisconnectError
 	if !errors.As(err, &de) {
@@ -145,7 +145,6 @@ func TestBedrockPingShowsStatus(t *testing.T) {
 		LevelName:  "Test level",
 		MaxPlayers: 3,
 		NewHandler: holdLogin,
-		Encryption: true,
 	})
 	st, pong := bedrockStatus(t, addr)
 	t.Logf("pong: %s", pong)

@@ -87,7 +87,7 @@ func TestFloodSpoofedHandshakesLeaveRoomForPlayers(t *testing.T) {
 
 	t.Run("gophertunnel", func(t *testing.T) {
 		const msg = "Flooded, {player}, but in."
-		srv, addrStr := bedrockServer(t, server.Config{DisconnectMessage: msg})
+		srv, addrStr := bedrockServer(t, server.Config{DisconnectMessage: msg, EncryptionDisabled: true})
 		addr := netip.MustParseAddrPort(addrStr)
 		wait, stop := flood(t, addr)
 		ctx, cancel := context.WithTimeout(context.Background(), joinBound)

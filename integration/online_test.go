@@ -41,7 +41,7 @@ func TestOnlineModeRefusesGophertunnelOffline(t *testing.T) {
 	const gate = "Offline {player} got in."
 	for _, online := range []bool{true, false} {
 		t.Run(map[bool]string{true: "online", false: "offline"}[online], func(t *testing.T) {
-			c := server.Config{DisconnectMessage: gate, Encryption: true}
+			c := server.Config{DisconnectMessage: gate}
 			var addr string
 			if online {
 				addr = onlineServer(t, c)
@@ -71,7 +71,7 @@ func TestOnlineModeRefusesPrismarineOffline(t *testing.T) {
 	c := jsClients[2] // raknet-native, the C++ RakNet
 	for _, online := range []bool{true, false} {
 		t.Run(map[bool]string{true: "online", false: "offline"}[online], func(t *testing.T) {
-			conf := server.Config{DisconnectMessage: gate, Encryption: true, ShutdownTimeout: jsShutdownTimeout}
+			conf := server.Config{DisconnectMessage: gate, ShutdownTimeout: jsShutdownTimeout}
 			var addr string
 			if online {
 				addr = onlineServer(t, conf)
@@ -97,10 +97,11 @@ func TestOnlineModeRefusesPrismarineOffline(t *testing.T) {
 func TestIPBanThroughProxyProtocol(t *testing.T) {
 	const gate = "In, {player}."
 	srv, _ := bedrockServer(t, server.Config{
-		DisconnectMessage: gate,
-		ProxyProtocol:     true,
-		TrustedProxies:    []netip.Prefix{netip.PrefixFrom(proxyIP, 32)},
-		Bans:              []server.Ban{{IP: "198.51.100.0/24", Reason: "abuse"}},
+		DisconnectMessage:  gate,
+		EncryptionDisabled: true,
+		ProxyProtocol:      true,
+		TrustedProxies:     []netip.Prefix{netip.PrefixFrom(proxyIP, 32)},
+		Bans:               []server.Ban{{IP: "198.51.100.0/24", Reason: "abuse"}},
 	})
 	banned := netip.MustParseAddr("198.51.100.7")
 	free := netip.MustParseAddr("203.0.113.9")

@@ -264,7 +264,7 @@ func TestPrismarineClientGetsDisconnectMessage(t *testing.T) {
 		t.Run(fmt.Sprintf("%s at %d", c.name, tc.protocol), func(t *testing.T) {
 			t.Parallel()
 			name := "Steve" + strconv.Itoa(i)
-			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout})
+			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout, EncryptionDisabled: true})
 			var h handshakeLog
 			res := runJS(t, node, proxied(t, addr, &h), c.argsAt(name, tc.protocol)...)
 			t.Logf("%s: %+v", c.name, res)
@@ -284,7 +284,7 @@ func TestPrismarineClientEncrypted(t *testing.T) {
 	t.Parallel()
 	const msg = "Encrypted hello, {player}."
 	c := jsClients[2] // raknet-native, the C++ RakNet
-	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Encryption: true, ShutdownTimeout: jsShutdownTimeout})
+	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout})
 	res := runJS(t, node, addr, c.args("Alex")...)
 	t.Logf("%s: %+v", c.name, res)
 	if want := "Encrypted hello, Alex."; res.Event != "kick" || res.Message != want {
@@ -352,7 +352,7 @@ func TestPrismarineProtocol10ClientOnServerWithout10(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.c.name, func(t *testing.T) {
 			t.Parallel()
-			_, addr := bedrockServer(t, server.Config{RakNetProtocols: []byte{11}, ShutdownTimeout: jsShutdownTimeout})
+			_, addr := bedrockServer(t, server.Config{RakNetProtocols: []byte{11}, ShutdownTimeout: jsShutdownTimeout, EncryptionDisabled: true})
 			var h handshakeLog
 			res := runJS(t, node, proxied(t, addr, &h), append(tc.c.args("Alex"), "--timeout="+jsConnectTimeout)...)
 			t.Logf("%s: %+v", tc.c.name, res)
@@ -591,8 +591,9 @@ func TestPrismarineClientPlays(t *testing.T) {
 			log := zerolog.New(&logs).Level(zerolog.InfoLevel)
 			closed := make(chan error, 1)
 			_, addr := bedrockServer(t, server.Config{
-				Log:             &log,
-				ShutdownTimeout: jsShutdownTimeout,
+				Log:                &log,
+				ShutdownTimeout:    jsShutdownTimeout,
+				EncryptionDisabled: true,
 				NewHandler: func(s *session.Session) (session.Handler, error) {
 					h := &playHandler{closed: closed}
 					j, err := sessionjoin.Start(s, h.codec, sessionjoin.GameData{

@@ -36,7 +36,7 @@ type Config struct {
 	// logged it in (see session.Config.NewHandler), after the server gave
 	// it a player slot. It is called from many sessions' goroutines at
 	// once. Nil means the built-in handler Handler names. AcceptedProtocols
-	// and Encryption apply whatever it is.
+	// and EncryptionDisabled apply whatever it is.
 	NewHandler func(*session.Session) (session.Handler, error)
 	// Handler is the built-in handler used when NewHandler is nil:
 	// HandlerGate (the zero value's default) disconnects every player with
@@ -51,11 +51,13 @@ type Config struct {
 	// login to their spawn (lobby.Config.JoinTimeout): zero means
 	// lobby.DefaultJoinTimeout, negative no bound.
 	LobbyJoinTimeout time.Duration
-	// Encryption runs the Bedrock encryption handshake with every client
-	// after its Login (see session.Config.Encryption), with one P-384 key
-	// per Server. False (the zero value) leaves batches unencrypted;
-	// config.toml's network.encryption defaults to true.
-	Encryption bool
+	// EncryptionDisabled leaves every session's batches unencrypted. False
+	// (the zero value) runs the Bedrock encryption handshake with every
+	// client after its Login (see session.Config.Encryption), with one
+	// P-384 key per Server, as config.toml's network.encryption (true by
+	// default) does: in online mode the handshake proves the client holds
+	// the key its Login names, so a captured Login cannot be replayed.
+	EncryptionDisabled bool
 
 	// AuthenticationDisabled turns online mode off: Logins are read but
 	// not verified, so anyone can join under any name or XUID, as bots,

@@ -16,7 +16,7 @@
 //
 // Every accepted connection runs a session.Session in its own goroutine,
 // which logs the player in (network settings, protocol check, Login, with
-// Config.Encryption the encryption handshake); the server then gives the
+// the encryption handshake unless Config.EncryptionDisabled); the server then gives the
 // player a slot and calls the configured NewHandler for its handler. A
 // handler that panics or fails ends its own session only. On Close (or when
 // Run's context ends) every session is disconnected with the shutdown

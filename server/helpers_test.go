@@ -40,11 +40,14 @@ func startServer(t *testing.T, c Config) *Server {
 }
 
 // offline puts c in offline mode unless it points online mode at a local
-// issuer.
+// issuer, and turns encryption off: the hand-written client of these
+// tests speaks the pre-game protocol in the clear. Encryption itself is
+// tested with gophertunnel's client (encryption_test.go).
 func offline(c *Config) {
 	if c.Auth.DiscoveryURL == "" {
 		c.AuthenticationDisabled = true
 	}
+	c.EncryptionDisabled = true
 }
 
 // gameAddr returns the address of srv's first game listener.

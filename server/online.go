@@ -99,7 +99,7 @@ func bansError(err error) error {
 func (srv *Server) startAccess() {
 	if srv.verifier != nil {
 		srv.verifier.Start()
-		if !srv.conf.Encryption {
+		if srv.conf.EncryptionDisabled {
 			srv.log.Warn().Msg("online mode without encryption: a captured Login can be replayed while its token " +
 				"lasts; turn network.encryption on")
 		}

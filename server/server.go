@@ -452,7 +452,7 @@ func (srv *Server) serveConn(c session.Conn) {
 	s := session.New(c, session.Config{
 		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
 		AcceptedProtocols: srv.conf.AcceptedProtocols,
-		Encryption:        srv.conf.Encryption,
+		Encryption:        !srv.conf.EncryptionDisabled,
 		ServerKey:         srv.key,
 		Log:               srv.conf.Log,
 		LoginTimeout:      srv.conf.LoginTimeout,

@@ -47,7 +47,7 @@ func TestNewDefaults(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"MaxConnections", c.MaxConnections, 24},
 		{"GUID positive", c.GUID > 0, true},
-		{"Encryption", c.Encryption, false},
+		{"EncryptionDisabled", c.EncryptionDisabled, false},
 		{"handler set", srv.handler != nil, true},
 		{"key P-384", srv.key != nil && srv.key.Curve == elliptic.P384(), true},
 	}

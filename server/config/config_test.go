@@ -358,7 +358,6 @@ func TestConfig(t *testing.T) {
 		AddressV6:           "[::]:19133",
 		LANDiscovery:        true,
 		Query:               true,
-		Encryption:          true,
 		Name:                "Basalt",
 		LevelName:           "Bedrock level",
 		Edition:             motd.EditionBedrock,
