@@ -39,9 +39,8 @@ func Example() {
 		return
 	}
 	s := session.New(conn, session.Config{NewHandler: newGreeter, Encryption: true})
-	go func() {
-		time.Sleep(time.Minute)
+	time.AfterFunc(time.Minute, func() {
 		_ = s.Disconnect("Time is up.") // does not block
-	}()
+	})
 	_ = s.Run(context.Background()) // returns when the session ends
 }

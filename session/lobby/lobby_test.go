@@ -561,14 +561,29 @@ func TestPackResponsesRefused(t *testing.T) {
 
 // syncBuffer is a bytes.Buffer safe for concurrent use, for logs.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // closed by the next Write; see changed
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.wrote != nil {
+		close(b.wrote)
+		b.wrote = nil
+	}
 	return b.buf.Write(p)
+}
+
+// changed returns a channel closed by the next Write.
+func (b *syncBuffer) changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wrote == nil {
+		b.wrote = make(chan struct{})
+	}
+	return b.wrote
 }
 
 func (b *syncBuffer) String() string {
@@ -603,8 +618,9 @@ func TestLifecycleLogs(t *testing.T) {
 		{`"player":"Slow"`, `"phase":"stack","timeout":"200ms","message":"player timed out while joining the lobby"`},
 		{`"player":"Slow"`, `"why":"timed out while joining","phase":"stack","message":"player left while joining the lobby"`},
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.After(wait)
 	for {
+		changed := out.changed() // before reading, so no line is missed
 		lines := strings.Split(out.String(), "\n")
 		for _, l := range lines {
 			if strings.Count(l, `"player":`) > 1 {
@@ -623,9 +639,10 @@ func TestLifecycleLogs(t *testing.T) {
 		if missing == nil {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline:
 			t.Fatalf("log lacks %s:\n%s", missing, out.String())
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
