@@ -307,12 +307,38 @@ func decodeStrict(data []byte, v any) error {
 				msg = msg[:i] + " into " + msg[j+len(" of type "):]
 			}
 		}
+		if key := de.Key(); len(key) > 0 && strings.HasSuffix(msg, " is already defined") {
+			// go-toml names the key without its table: put it back.
+			name := strings.Join(key, ".")
+			if t := tableAt(data, line); t != "" && !strings.Contains(name, ".") {
+				name = t + "." + name
+			}
+			return fmt.Errorf("line %d: %s is set twice; delete one of its two lines", line, name)
+		}
 		if key := de.Key(); len(key) > 0 {
 			return fmt.Errorf("line %d: key %s: %s; %s", line, strings.Join(key, "."), msg, typeFix(msg))
 		}
-		return fmt.Errorf("line %d: %s; fix the TOML syntax on that line (strings in double quotes, tables as [name])", line, msg)
+		return fmt.Errorf("line %d: %s; fix the TOML syntax on that line: strings in quotes ('like this' or \"like this\"), tables as [name]", line, msg)
 	}
 	return err
+}
+
+// tableAt returns the name of the TOML table that line (1-based) of data
+// is in: the last [table] header above it, "" for the top level.
+func tableAt(data []byte, line int) string {
+	table := ""
+	for i, l := range strings.Split(string(data), "\n") {
+		if i+1 >= line {
+			break
+		}
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") && !strings.HasPrefix(l, "[[") {
+			if name, _, ok := strings.Cut(l[1:], "]"); ok {
+				table = strings.TrimSpace(name)
+			}
+		}
+	}
+	return table
 }
 
 // typeFix says how to write a value the decoder refused, from its message
@@ -324,7 +350,7 @@ func typeFix(msg string) string {
 	case strings.HasSuffix(msg, "into bool"):
 		return "write true or false, without quotes"
 	case strings.HasSuffix(msg, "into string"):
-		return "write it in double quotes"
+		return "write it in quotes, 'like this' or \"like this\""
 	case strings.Contains(msg, "into []"):
 		return "write it as a list in brackets, such as [1, 2]"
 	case strings.Contains(msg, "out of range") || strings.Contains(msg, "overflow"):
@@ -348,33 +374,33 @@ func (uc UserConfig) Config(log *zerolog.Logger) (server.Config, error) {
 		l = &nop
 	}
 	c := server.Config{
-		Log:                log,
-		AddressV4:          uc.Network.AddressV4,
-		AddressV6:          uc.Network.AddressV6,
-		LANDiscovery:       uc.Network.LANDiscovery,
-		Query:              uc.Network.Query,
-		Sockets:            uc.Network.Sockets,
-		PublicAddress:      mustPublicAddress(uc.Network.PublicAddress),
-		EncryptionDisabled: !uc.Network.Encryption,
-		NetherNet:          uc.Network.NetherNet,
-		NetherNetICEPort:   uc.Network.NetherNetICEPort,
-		Name:               uc.Server.Name,
-		LevelName:          uc.Server.LevelName,
-		Edition:            motd.Edition(uc.Server.Edition),
-		GameMode:           uc.Server.GameMode,
-		MaxPlayers:         uc.Server.MaxPlayers,
-		Version:            uc.Server.Version,
-		Protocol:           int32(uc.Server.Protocol),
-		DisconnectMessage:  uc.Server.DisconnectMessage,
-		ShutdownMessage:    uc.Server.ShutdownMessage,
-		Handler:            server.BuiltinHandler(uc.Server.Handler),
-		Greeting:           uc.Server.Greeting,
-		GUIDFile:           uc.Server.GUIDFile,
-		MaxMTU:             uc.RakNet.MaxMTU,
-		MaxConnections:     uc.RakNet.MaxConnections,
-		MemoryBudget:       uc.RakNet.MemoryBudget,
-		MetricsAddress:     uc.Metrics.Address,
-		MetricsPprof:       uc.Metrics.Pprof,
+		Log:               log,
+		AddressV4:         uc.Network.AddressV4,
+		AddressV6:         uc.Network.AddressV6,
+		LANDiscovery:      uc.Network.LANDiscovery,
+		Query:             uc.Network.Query,
+		Sockets:           uc.Network.Sockets,
+		PublicAddress:     mustPublicAddress(uc.Network.PublicAddress),
+		Encryption:        uc.Network.Encryption,
+		NetherNet:         uc.Network.NetherNet,
+		NetherNetICEPort:  uc.Network.NetherNetICEPort,
+		Name:              uc.Server.Name,
+		LevelName:         uc.Server.LevelName,
+		Edition:           motd.Edition(uc.Server.Edition),
+		GameMode:          uc.Server.GameMode,
+		MaxPlayers:        uc.Server.MaxPlayers,
+		Version:           uc.Server.Version,
+		Protocol:          int32(uc.Server.Protocol),
+		DisconnectMessage: uc.Server.DisconnectMessage,
+		ShutdownMessage:   uc.Server.ShutdownMessage,
+		Handler:           server.BuiltinHandler(uc.Server.Handler),
+		Greeting:          uc.Server.Greeting,
+		GUIDFile:          uc.Server.GUIDFile,
+		MaxMTU:            uc.RakNet.MaxMTU,
+		MaxConnections:    uc.RakNet.MaxConnections,
+		MemoryBudget:      uc.RakNet.MemoryBudget,
+		MetricsAddress:    uc.Metrics.Address,
+		MetricsPprof:      uc.Metrics.Pprof,
 	}
 	for _, p := range uc.Server.AcceptedProtocols {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))

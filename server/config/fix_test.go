@@ -128,7 +128,7 @@ func TestConfigFileErrorsSayTheFix(t *testing.T) {
 		{"identity key a directory", "[network]\nnethernet_identity_file = '" + dir + "'\n[server]\nguid_file = '" + guid + "'\n", "network.nethernet_identity_file", false},
 		{"identity key garbled", "[network]\nnethernet_identity_file = '" + garbage + "'\n[server]\nguid_file = '" + guid + "'\n", "network.nethernet_identity_file", false},
 		{"log file a directory", "[log]\nfile = '" + dir + "'\n", "log.file", true},
-		{"log file in a missing directory", "[log]\nfile = '" + filepath.Join(dir, "no", "log") + "'\n", "log.file", true},
+		{"log file under a file", "[log]\nfile = '" + filepath.Join(garbage, "log") + "'\n", "log.file", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
