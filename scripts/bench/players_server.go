@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -227,9 +228,27 @@ func (s *gtServer) handle(c *minecraft.Conn) {
 			s.broadcast(others, systemMessage(name+" left the lobby"))
 		}
 	}()
+	// gophertunnel's listener arms its wait for RequestChunkRadius only
+	// after it has flushed StartGame, so a client that answers sooner has
+	// it deferred to ReadPacket, and the join stalls: a ReadPacket already
+	// waiting does not see a packet deferred while the player spawns.
+	// Until the player is in the world, reads poll the deferred packets,
+	// and a RequestChunkRadius is answered as the listener would; the
+	// client's SetLocalPlayerAsInitialised then completes StartGame.
+	joining := true
 	for {
+		if joining {
+			if joining = !spawned.Load(); joining {
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+			} else {
+				_ = c.SetReadDeadline(time.Time{})
+			}
+		}
 		pk, err := c.ReadPacket()
 		if err != nil {
+			if joining && errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
 			return
 		}
 		switch pk := pk.(type) {
@@ -237,12 +256,6 @@ func (s *gtServer) handle(c *minecraft.Conn) {
 			if spawned.Load() {
 				continue
 			}
-			// gophertunnel's listener arms its wait for
-			// RequestChunkRadius only after it has flushed StartGame,
-			// so a client that answers sooner has it handed here and
-			// the join stalls. Answer as the listener would; the
-			// client's SetLocalPlayerAsInitialised then completes
-			// StartGame.
 			_ = c.WritePacket(&packet.ChunkRadiusUpdated{ChunkRadius: pk.ChunkRadius})
 			_ = c.WritePacket(&packet.PlayStatus{Status: packet.PlayStatusPlayerSpawn})
 			_ = c.WritePacket(&packet.CreativeContent{})

@@ -49,7 +49,7 @@ func TestPlayersPhase(t *testing.T) {
 func TestPrintPlayers(t *testing.T) {
 	res := func(im playerImpl, tr transport, cpu, rss float64, p50 time.Duration) playersResult {
 		return playersResult{im: im, t: tr, run: 1, joined: 10, joins: latencies{N: 10, P50: p50, P99: 2 * p50},
-			cpu: cpu, rssKiB: rss, gor: 2}
+			cpu: cpu, rssKiB: rss, gor: 2, ticks: 20}
 	}
 	rs := []playersResult{
 		res(playerBasalt, transportRakNet, 2, 300, 20*time.Millisecond),
@@ -57,14 +57,15 @@ func TestPrintPlayers(t *testing.T) {
 		{im: playerBasalt, t: transportNetherNet, run: 1},
 		res(playerGophertunnel, transportNetherNet, 4, 900, 25*time.Millisecond),
 	}
+	rs[1].ticks = 10 // half the ticks for the same CPU: twice the cost
 	var b bytes.Buffer
 	printPlayers(&b, playersConfig{n: 10, dur: time.Second}, rs)
 	out := b.String()
 	for _, want := range []string{
-		"| 1 | basalt | raknet | 10 of 10 | 20.0 / 40.0 | 2.00 | 300 | 2.0 | 500 |",
-		"| 1 | gophertunnel | raknet | 10 of 10 | 10.0 / 20.0 | 4.00 | 200 | 2.0 | 250 |",
-		"| 1 | basalt | nethernet | 0 of 10 | - | - | - | - | - |",
-		"| 1 | raknet | 2.00x | 0.50x | 1.50x | 1.00x |",
+		"| 1 | basalt | raknet | 10 of 10 | 20.0 / 40.0 | 20.0 | 2.00 | 300 | 2.0 | 500 |",
+		"| 1 | gophertunnel | raknet | 10 of 10 | 10.0 / 20.0 | 10.0 | 8.00 | 200 | 2.0 | 125 |",
+		"| 1 | basalt | nethernet | 0 of 10 | - | - | - | - | - | - |",
+		"| 1 | raknet | 2.00x | 0.25x | 1.50x | 1.00x |",
 		"| 1 | nethernet | - | - | - | - |",
 	} {
 		if !strings.Contains(out, want+"\n") {
