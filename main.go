@@ -108,5 +108,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if console.Input(os.Stdin) {
 		go func() { _ = srv.RunConsole(os.Stdin, stop) }() // stop: as Ctrl-C
 	}
-	return srv.Run(ctx)
+	if err := srv.Run(ctx); err != nil {
+		// A listener that cannot open names its key and line: the file
+		// makes that a place to look.
+		return fmt.Errorf("%s: %w", *path, err)
+	}
+	return nil
 }
