@@ -1,12 +1,12 @@
 package raknet
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"time"
+
+	"github.com/basaltmc/basalt/raknet/proxyproto"
 )
 
 // PROXY protocol version 2 (haproxy's proxy-protocol.txt, section 2.2)
@@ -25,10 +25,6 @@ const (
 	proxyFixedLen  = 16
 	proxyAddrLenV4 = 12
 	proxyAddrLenV6 = 36
-	// maxProxyHeaderLen bounds the length field, as go-proxyproto's
-	// MaxV2HeaderSize does: beyond it a header is refused whatever the
-	// datagram holds.
-	maxProxyHeaderLen = 4096
 	// maxProxyFlows bounds the flows a listener remembers (see
 	// flowTable): one per client port of a tunnel that gives each client
 	// its own, about 100 bytes each. A full table forgets its least
@@ -36,9 +32,9 @@ const (
 	maxProxyFlows = 8192
 )
 
-// proxySig is the PROXY protocol v2 signature. No RakNet datagram starts
-// with 0x0D, so a datagram that carries one is never mistaken for one
-// that does not.
+// proxySig is the PROXY protocol v2 signature (the tests build headers
+// with it). No RakNet datagram starts with 0x0D, so a datagram that
+// carries one is never mistaken for one that does not.
 var proxySig = [proxySigLen]byte{'\r', '\n', '\r', '\n', 0, '\r', '\n', 'Q', 'U', 'I', 'T', '\n'}
 
 // The version-and-command and family-and-transport bytes accepted.
@@ -50,14 +46,14 @@ const (
 	familyShift = 4
 )
 
-// Errors of parseProxyHeader. They are values, so refusing a datagram
-// allocates nothing.
+// Errors of parseProxyHeader: proxyproto's, values, so refusing a
+// datagram allocates nothing.
 var (
-	errProxyShort   = fmt.Errorf("decode PROXY header: %w", io.ErrUnexpectedEOF)
-	errProxyNone    = errors.New("decode PROXY header: no PROXY v2 signature")
-	errProxyCommand = errors.New("decode PROXY header: not version 2 LOCAL or PROXY")
-	errProxyFamily  = errors.New("decode PROXY header: address family is not UDP over IPv4 or IPv6")
-	errProxyLength  = errors.New("decode PROXY header: length too short for its addresses or over 4096")
+	errProxyShort   = proxyproto.ErrV2Short
+	errProxyNone    = proxyproto.ErrV2None
+	errProxyCommand = proxyproto.ErrV2Command
+	errProxyFamily  = proxyproto.ErrV2Family
+	errProxyLength  = proxyproto.ErrV2Length
 )
 
 // proxyHeader is what a PROXY v2 header says.
@@ -72,16 +68,10 @@ type proxyHeader struct {
 	n int
 }
 
-// hasProxySignature reports whether b starts with the PROXY v2 signature.
-func hasProxySignature(b []byte) bool {
-	return len(b) >= proxySigLen && [proxySigLen]byte(b[:proxySigLen]) == proxySig
-}
 
-// parseProxyHeader decodes the PROXY v2 header b starts with. The length
-// field is checked against b before anything is read past the fixed
-// part; nothing is allocated. The PROXY command is accepted only for UDP
-// over IPv4 or IPv6 (the only addresses a RakNet client can have), LOCAL
-// with any family the protocol defines; TLVs are skipped unread.
+// parseProxyHeader decodes the PROXY v2 header b starts with, for UDP
+// (proxyproto.ParseV2): the PROXY command is accepted only for UDP over
+// IPv4 or IPv6, the only addresses a RakNet client can have.
 //
 // go-proxyproto, whose encoder the tests use and whose ParseUDPDatagram
 // FuzzProxyHeader holds this parser to, is not used here: it allocates
@@ -90,56 +80,8 @@ func hasProxySignature(b []byte) bool {
 // field before checking it against the datagram, on a path that every
 // datagram of a proxied player takes.
 func parseProxyHeader(b []byte) (proxyHeader, error) {
-	var h proxyHeader
-	if len(b) < proxyFixedLen {
-		return h, errProxyShort
-	}
-	if !hasProxySignature(b) {
-		return h, errProxyNone
-	}
-	cmd, fam := b[12], b[13]
-	length := int(binary.BigEndian.Uint16(b[14:16]))
-	switch {
-	case cmd != cmdLocal && cmd != cmdProxy:
-		return h, errProxyCommand
-	case cmd == cmdLocal && !knownFamily(fam):
-		return h, errProxyFamily
-	case cmd == cmdProxy && fam != proxyUDPv4 && fam != proxyUDPv6:
-		return h, errProxyFamily
-	case length > maxProxyHeaderLen:
-		return h, errProxyLength
-	case proxyFixedLen+length > len(b):
-		return h, errProxyShort
-	}
-	h.n = proxyFixedLen + length
-	if cmd == cmdLocal {
-		h.local = true
-		return h, nil
-	}
-	a := b[proxyFixedLen:h.n]
-	if fam == proxyUDPv4 {
-		if len(a) < proxyAddrLenV4 {
-			return h, errProxyLength
-		}
-		h.client = netip.AddrPortFrom(netip.AddrFrom4([4]byte(a[0:4])), binary.BigEndian.Uint16(a[8:10]))
-		return h, nil
-	}
-	if len(a) < proxyAddrLenV6 {
-		return h, errProxyLength
-	}
-	h.client = netip.AddrPortFrom(netip.AddrFrom16([16]byte(a[0:16])), binary.BigEndian.Uint16(a[32:34]))
-	return h, nil
-}
-
-// knownFamily reports whether fam is a family-and-transport byte the
-// protocol defines: UNSPEC, or TCP or UDP over IPv4, IPv6 or a Unix
-// socket.
-func knownFamily(fam byte) bool {
-	if fam == 0 {
-		return true
-	}
-	f, t := fam>>familyShift, fam&0x0F
-	return f >= 1 && f <= 3 && (t == 1 || t == 2)
+	h, err := proxyproto.ParseV2(b, proxyproto.Datagram)
+	return proxyHeader{local: h.Local, client: h.Client, n: h.Len}, err
 }
 
 // flowTable remembers, for each proxy address and port that sent a PROXY
