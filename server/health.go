@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/basaltmc/basalt/session"
@@ -83,29 +81,4 @@ func (srv *Server) refuseDraining(s *session.Session) error {
 	}
 	s.Log().Debug().Msg("draining; refusing login")
 	return &session.DisconnectError{Reason: session.DisconnectReasonShutdown, Message: srv.conf.RestartMessage}
-}
-
-// healthRoutes adds /healthz and /readyz to the metrics server's mux:
-// /healthz answers 200 while the process serves HTTP at all (liveness),
-// /readyz 200 while Ready and 503 otherwise (readiness), each with a
-// one-line body.
-func (srv *Server) healthRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		switch {
-		case srv.draining.Load():
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "draining")
-		case !srv.Ready():
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not listening")
-		default:
-			fmt.Fprintln(w, "ready")
-		}
-	})
 }

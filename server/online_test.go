@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/monitor"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/auth/authtest"
@@ -180,7 +181,7 @@ func TestOnlineModeServiceUnreachable(t *testing.T) {
 		t.Errorf("got MOTD %+v", st)
 	}
 	resp := get(t, "http://"+srv.MetricsAddr().String()+"/status")
-	var st statusJSON
+	var st monitor.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || !st.OnlineMode || st.OnlineModeReady {
 		t.Errorf("/status: got %+v, %v, want online mode, not ready", st, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server/access"
+	"github.com/basaltmc/basalt/server/monitor"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
@@ -121,7 +122,7 @@ type Server struct {
 	// being refused, which anyone able to log in can trigger: bursts of
 	// lifecycleBurst per lifecycleEvery, the rest dropped.
 	lifecycle *zerolog.BurstSampler
-	metrics   *metricsServer // guarded by mu; nil unless serving metrics
+	metrics   *monitor.Server // guarded by mu; nil unless serving metrics
 
 	// verifier checks Logins in online mode; nil in offline mode.
 	verifier *auth.Verifier
@@ -282,7 +283,7 @@ func (srv *Server) Listen() error {
 					_ = l.Close()
 				}
 				srv.v4, srv.v6 = nil, nil
-				srv.metrics.stop()
+				srv.metrics.Close()
 				srv.metrics = nil
 				key := "network.address_v4"
 				if g.l == &srv.v6 {
@@ -306,7 +307,7 @@ func (srv *Server) Listen() error {
 		if errors.Is(err, errTwinTaken) && attempt < 8 {
 			continue
 		}
-		srv.metrics.stop()
+		srv.metrics.Close()
 		srv.metrics = nil
 		return fmt.Errorf("listen: %w", err)
 	}

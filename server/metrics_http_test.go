@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/basaltmc/basalt/server/monitor"
 )
 
 // GET /status says whether the allowlist is on, as it changes, and
@@ -11,21 +13,21 @@ import (
 func TestStatusJSON(t *testing.T) {
 	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", Allowlist: true, Name: "JSON", MaxPlayers: 7})
 	url := "http://" + srv.MetricsAddr().String() + "/status"
-	read := func() statusJSON {
+	read := func() monitor.Status {
 		t.Helper()
 		resp := get(t, url)
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("GET /status: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
-		var st statusJSON
+		var st monitor.Status
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 			t.Fatal(err)
 		}
 		return st
 	}
 	st := read()
-	if want := (statusJSON{Name: "JSON", Level: "Bedrock level", Version: st.Version, Protocol: st.Protocol,
+	if want := (monitor.Status{Name: "JSON", Level: "Bedrock level", Version: st.Version, Protocol: st.Protocol,
 		MaxPlayers: 7, OnlineModeReady: true, Allowlist: true}); st != want || st.Version == "" {
 		t.Errorf("got %+v, want %+v", st, want)
 	}
