@@ -18,12 +18,13 @@ import (
 const DefaultMaxChunkRadius = 4
 
 // GameData is what a player is told about the world and itself on joining.
-// Its zero value is an overworld spawn at the origin in survival mode, but
-// EntityID must be set.
+// Its zero value is ready to use: an overworld spawn at the origin in
+// survival mode, with an entity ID of its own for each player.
 type GameData struct {
 	// EntityID is the player's entity: StartGame's unique and runtime ID
 	// both, the ID of its attributes, and the runtime ID
-	// SetLocalPlayerAsInitialised must name. It must not be 0.
+	// SetLocalPlayerAsInitialised must name. Zero means one from
+	// NewEntityID; Join.EntityID tells which.
 	EntityID int64
 	// WorldName is shown in the client's pause menu.
 	WorldName string
@@ -109,10 +110,14 @@ type Join struct {
 // Start begins the join of the logged-in player of s into the world gd
 // describes: it writes ResourcePacksInfo, encoded with codec for the
 // session's protocol. Call it from NewHandler, after which the session's
-// handler passes the packets the client sends to HandlePacket.
+// handler passes the packets the client sends to HandlePacket, as Adapt
+// and World do.
 func Start(s *session.Session, codec packets.Codec, gd GameData) (*Join, error) {
+	if s == nil {
+		return nil, errors.New("join: Start with a nil session")
+	}
 	if gd.EntityID == 0 {
-		return nil, errors.New("join: GameData.EntityID is 0")
+		gd.EntityID = NewEntityID()
 	}
 	if gd.MaxChunkRadius <= 0 {
 		gd.MaxChunkRadius = DefaultMaxChunkRadius
@@ -133,8 +138,17 @@ func (j *Join) Spawned() bool { return j.Phase() == PhaseSpawned }
 
 func (j *Join) setPhase(p Phase) { j.phase.Store(uint32(p)) }
 
-// write encodes pk for the session.
-func (j *Join) write(pk packet.Packet) error { return j.codec.Write(j.s, pk) }
+// EntityID returns the player's entity ID: StartGame's unique and runtime
+// ID, GameData.EntityID or the one Start made.
+func (j *Join) EntityID() int64 { return j.gd.EntityID }
+
+// Write encodes pk with the join's Codec for the player's protocol and
+// buffers it on the session, as packets.Codec.Write does. It is safe to
+// call from any goroutine.
+func (j *Join) Write(pk packet.Packet) error { return j.codec.Write(j.s, pk) }
+
+// write is Write.
+func (j *Join) write(pk packet.Packet) error { return j.Write(pk) }
 
 // writeAll writes pks and flushes them.
 func (j *Join) writeAll(pks []packet.Packet) error {

@@ -19,7 +19,7 @@ const wait = 5 * time.Second
 
 // world is the smallest handler that spawns players with a Join.
 type world struct {
-	packets.NopHandler
+	packets.NopTypedHandler
 	j       *join.Join
 	spawned chan struct{}
 }
@@ -215,9 +215,9 @@ func TestWrongRuntimeID(t *testing.T) {
 	}
 }
 
-func TestStartNeedsEntityID(t *testing.T) {
+func TestStartNeedsSession(t *testing.T) {
 	if _, err := join.Start(nil, packets.Codec{}, join.GameData{}); err == nil {
-		t.Error("Start with EntityID 0: got nil error")
+		t.Error("Start with a nil session: got nil error")
 	}
 }
 

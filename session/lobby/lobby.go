@@ -4,10 +4,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/join"
 	"github.com/basaltmc/basalt/session/packets"
 	"github.com/rs/zerolog"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
@@ -67,8 +67,6 @@ type Lobby struct {
 	// codec encodes for every player, at each one's protocol: they all get
 	// the same ItemRegistry, so the same shield ID.
 	codec packets.Codec
-	// nextID hands out entity IDs, one per player, never 0.
-	nextID atomic.Int64
 
 	mu       sync.Mutex
 	players  map[*player]struct{} // joining or spawned; guarded by mu
@@ -110,7 +108,7 @@ func (l *Lobby) NewHandler(s *session.Session) (session.Handler, error) {
 		lobby:    l,
 		s:        s,
 		name:     id.DisplayName,
-		entityID: l.nextID.Add(1),
+		entityID: join.NewEntityID(),
 	}
 	l.mu.Lock()
 	if l.closed {
@@ -124,7 +122,7 @@ func (l *Lobby) NewHandler(s *session.Session) (session.Handler, error) {
 		l.remove(p)
 		return nil, err
 	}
-	return packets.Adapt(p, l.codec), nil
+	return join.Adapt(p.join, p), nil
 }
 
 // Players returns the display names of the players in the world (spawned),

@@ -29,18 +29,19 @@ const (
 	chatLongMessage = "§cThat message is too long."
 )
 
-// wanted reports whether a player's handler decodes packets with id: those
-// of the join and chat. Every other packet a client sends (PlayerAuthInput
-// every tick, ClientCacheStatus, ...) is let by raw without being decoded.
+// wanted reports whether a spawned player's handler decodes packets with
+// id: chat and commands (join.Adapt decodes the join's whatever it says).
+// Every other packet a client sends (PlayerAuthInput every tick,
+// ClientCacheStatus, ...) is let by raw without being decoded.
 func wanted(id uint32) bool {
-	return join.Wants(id) || id == packet.IDText || id == packet.IDCommandRequest
+	return id == packet.IDText || id == packet.IDCommandRequest
 }
 
 // player is one session's handler. Its fields other than spawned are
 // immutable or owned by the session's goroutine; other players' goroutines
 // only write packets to s.
 type player struct {
-	packets.NopHandler
+	packets.NopTypedHandler
 	lobby    *Lobby
 	s        *session.Session
 	name     string
@@ -65,7 +66,7 @@ type player struct {
 }
 
 var (
-	_ packets.Handler    = (*player)(nil)
+	_ join.Handler       = (*player)(nil)
 	_ packets.RawHandler = (*player)(nil)
 )
 
@@ -116,29 +117,21 @@ func (p *player) HandleRawPacket(_ *session.Session, pk session.Packet) (bool, e
 	return !wanted(pk.ID), nil
 }
 
-// HandlePacket drives the join, then chat and commands.
+// HandlePacket runs chat and commands: join.Adapt hands the handler a
+// player's packets once it is in the world.
 func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
-	spawned, err := p.join.HandlePacket(pk)
-	if err != nil || spawned {
-		if spawned {
-			return p.enter()
-		}
-		return err
-	}
 	switch pk := pk.(type) {
 	case *packet.Text:
 		return p.handleText(pk)
 	case *packet.CommandRequest:
-		if p.join.Spawned() {
-			return p.command(pk.CommandLine)
-		}
+		return p.command(pk.CommandLine)
 	}
 	return nil
 }
 
-// enter welcomes a player who is in the world: the others hear of it and
-// the player is greeted.
-func (p *player) enter() error {
+// HandleSpawn welcomes a player who is in the world: the others hear of it
+// and the player is greeted.
+func (p *player) HandleSpawn(*session.Session) error {
 	p.stopTimer()
 	others := p.lobby.spawned(p)
 	p.s.Log().Info().Int32("protocol", p.s.Protocol()).Int("others", len(others)).
@@ -154,7 +147,7 @@ func (p *player) enter() error {
 // handleText relays a chat message, or runs it as a command if it starts
 // with '/'.
 func (p *player) handleText(pk *packet.Text) error {
-	if !p.join.Spawned() || pk.TextType != packet.TextTypeChat {
+	if pk.TextType != packet.TextTypeChat {
 		return nil
 	}
 	msg := strings.TrimSpace(pk.Message)

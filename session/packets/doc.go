@@ -2,7 +2,7 @@
 // (session.Packet: an id and its payload bytes) and gophertunnel's typed
 // packets (minecraft/protocol/packet). Codec decodes what a client sends and
 // encodes what a server writes, with the shield item runtime ID the item
-// stack layout depends on; Adapt turns a Handler of typed packets into a
+// stack layout depends on; Adapt turns a TypedHandler into a
 // session.Handler, letting packets through raw first to a RawHandler.
 //
 // The adapter lives outside the session package on purpose. The session
@@ -45,7 +45,7 @@
 // A handler of typed packets:
 //
 //	type chat struct {
-//		packets.NopHandler
+//		packets.NopTypedHandler
 //		codec packets.Codec
 //	}
 //

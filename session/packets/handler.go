@@ -5,11 +5,13 @@ import (
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// Handler is one session's handler of typed packets, the counterpart of
-// session.Handler: Adapt turns it into one. Its methods are called on the
-// session's goroutine, one at a time; a Handler that other goroutines reach
-// (a broadcast, say) guards what they share.
-type Handler interface {
+// TypedHandler is one session's handler of typed packets, decoded from the
+// raw ones a session.Handler gets: Adapt turns it into a session.Handler.
+// Its methods are called on the session's goroutine, one at a time; a
+// TypedHandler that other goroutines reach (a broadcast, say) guards what
+// they share. A handler that spawns players into a world implements
+// join.Handler, a TypedHandler told of the spawn.
+type TypedHandler interface {
 	// HandlePacket is called for each packet the client sends, in order,
 	// decoded. The packet is the handler's to keep.
 	HandlePacket(s *session.Session, pk packet.Packet) error
@@ -18,7 +20,7 @@ type Handler interface {
 	HandleClose(s *session.Session, err error)
 }
 
-// RawHandler is a Handler that sees each packet raw, before it is decoded.
+// RawHandler is a TypedHandler that sees each packet raw, before it is decoded.
 // A handler implements it to skip decoding packets it has no use for (a
 // client sends PlayerAuthInput every tick), to read a packet's sub-client
 // ids, or to handle an id the packet library does not know.
@@ -29,7 +31,7 @@ type RawHandler interface {
 	HandleRawPacket(s *session.Session, p session.Packet) (handled bool, err error)
 }
 
-// DecodeErrorHandler is a Handler that decides what a packet that does not
+// DecodeErrorHandler is a TypedHandler that decides what a packet that does not
 // decode does to the session. Without it such a packet is skipped
 // (Session.Skip): counted, logged at debug level, and the session goes on.
 type DecodeErrorHandler interface {
@@ -40,21 +42,21 @@ type DecodeErrorHandler interface {
 	HandleDecodeError(s *session.Session, p session.Packet, err error) error
 }
 
-// NopHandler is a Handler that does nothing. Embed it to implement only the
-// methods needed. It is safe for concurrent use.
-type NopHandler struct{}
+// NopTypedHandler is a TypedHandler that does nothing. Embed it to
+// implement only the methods needed. It is safe for concurrent use.
+type NopTypedHandler struct{}
 
-var _ Handler = NopHandler{}
+var _ TypedHandler = NopTypedHandler{}
 
 // HandlePacket ignores the packet and returns nil.
-func (NopHandler) HandlePacket(*session.Session, packet.Packet) error { return nil }
+func (NopTypedHandler) HandlePacket(*session.Session, packet.Packet) error { return nil }
 
 // HandleClose does nothing.
-func (NopHandler) HandleClose(*session.Session, error) {}
+func (NopTypedHandler) HandleClose(*session.Session, error) {}
 
 // Adapter is a session.Handler that decodes each packet with Codec, laid out
-// for the session's protocol, and hands it to Handler, letting it through
-// raw first if Handler is a RawHandler. A packet that does not decode (an
+// for the session's protocol, and hands it to Handler, a TypedHandler,
+// letting it through raw first if Handler is a RawHandler. A packet that does not decode (an
 // ID the packet library does not know, a payload that does not read) goes
 // to Handler's HandleDecodeError if it is a DecodeErrorHandler, and is
 // otherwise skipped with Session.Skip: one packet a handler cannot read
@@ -62,7 +64,7 @@ func (NopHandler) HandleClose(*session.Session, error) {}
 // dragonfly see to. An Adapter serves one session, as its Handler does.
 type Adapter struct {
 	// Handler receives the session's packets.
-	Handler Handler
+	Handler TypedHandler
 	// Codec decodes them. Its ShieldID must be the one the server sent in
 	// its ItemRegistry.
 	Codec Codec
@@ -71,7 +73,7 @@ type Adapter struct {
 var _ session.Handler = (*Adapter)(nil)
 
 // Adapt returns an Adapter that decodes packets with c for h.
-func Adapt(h Handler, c Codec) *Adapter {
+func Adapt(h TypedHandler, c Codec) *Adapter {
 	return &Adapter{Handler: h, Codec: c}
 }
 

@@ -24,7 +24,7 @@ const wait = 5 * time.Second
 
 // recorder is a typed handler that sends what it gets on a channel.
 type recorder struct {
-	packets.NopHandler
+	packets.NopTypedHandler
 	got    chan packet.Packet
 	closed chan error
 }
@@ -82,7 +82,7 @@ func (l lenient) HandleDecodeError(_ *session.Session, _ session.Packet, err err
 // serve runs a session over a Pipe whose handler is h adapted, with the
 // packets in greet written from NewHandler, and logs a client in. It
 // returns the client and the channel Run's error arrives on.
-func serve(t *testing.T, h packets.Handler, greet ...packet.Packet) (*packetstest.Client, <-chan error) {
+func serve(t *testing.T, h packets.TypedHandler, greet ...packet.Packet) (*packetstest.Client, <-chan error) {
 	t.Helper()
 	c, ran, _ := serveLogged(t, h, nil, greet...)
 	return c, ran
@@ -90,7 +90,7 @@ func serve(t *testing.T, h packets.Handler, greet ...packet.Packet) (*packetstes
 
 // serveLogged is serve with the session's log going to log, and the session
 // returned too.
-func serveLogged(t *testing.T, h packets.Handler, log *zerolog.Logger, greet ...packet.Packet) (*packetstest.Client, <-chan error, *session.Session) {
+func serveLogged(t *testing.T, h packets.TypedHandler, log *zerolog.Logger, greet ...packet.Packet) (*packetstest.Client, <-chan error, *session.Session) {
 	t.Helper()
 	server, client := packetstest.Pipe()
 	codec := packets.Codec{}
