@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -545,29 +544,24 @@ func TestPrismarineLobby(t *testing.T) {
 	}
 }
 
-// playHandler is a handler shaped as the README's: it spawns the player with
-// session/join and decodes every packet for the player's protocol with
-// packets.Adapt, with no RawHandler to pass packets by undecoded and no
+// playHandler is a handler shaped as the README's: a join.World spawns the
+// player and hands it every packet from then on, decoded for the player's
+// protocol, with no RawHandler to pass packets by undecoded and no
 // DecodeErrorHandler, so every packet bedrock-protocol sends goes through
 // the codec. It answers each chat line with how many it has had.
 type playHandler struct {
-	packets.NopHandler
-	codec  packets.Codec
+	packets.NopTypedHandler
 	join   *sessionjoin.Join
 	said   int
 	closed chan<- error
 }
 
-// playerIDs hands out the players' entity IDs.
-var playerIDs atomic.Int64
+func (p *playHandler) HandleSpawn(*session.Session) error { return nil }
 
-func (p *playHandler) HandlePacket(s *session.Session, pk packet.Packet) error {
-	if spawned, err := p.join.HandlePacket(pk); spawned || err != nil {
-		return err
-	}
-	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat && p.join.Spawned() {
+func (p *playHandler) HandlePacket(_ *session.Session, pk packet.Packet) error {
+	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat {
 		p.said++
-		return p.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: fmt.Sprintf("message %d", p.said)})
+		return p.join.Write(&packet.Text{TextType: packet.TextTypeRaw, Message: fmt.Sprintf("message %d", p.said)})
 	}
 	return nil
 }
@@ -594,19 +588,12 @@ func TestPrismarineClientPlays(t *testing.T) {
 				Log:                &log,
 				ShutdownTimeout:    jsShutdownTimeout,
 				EncryptionDisabled: true,
-				NewHandler: func(s *session.Session) (session.Handler, error) {
-					h := &playHandler{closed: closed}
-					j, err := sessionjoin.Start(s, h.codec, sessionjoin.GameData{
-						EntityID:       playerIDs.Add(1),
-						PlayerGameMode: packet.GameTypeSpectator,
-						PlayerPosition: mgl32.Vec3{0.5, 65.62, 0.5},
-					})
-					if err != nil {
-						return nil, err
-					}
-					h.join = j
-					return packets.Adapt(h, h.codec), nil
-				},
+				NewHandler: (&sessionjoin.World{
+					GameData: sessionjoin.GameData{PlayerGameMode: packet.GameTypeSpectator, PlayerPosition: mgl32.Vec3{0.5, 65.62, 0.5}},
+					NewPlayer: func(_ *session.Session, j *sessionjoin.Join) (sessionjoin.Handler, error) {
+						return &playHandler{join: j, closed: closed}, nil
+					},
+				}).NewHandler,
 			})
 			name := "Player" + strconv.Itoa(int(p))
 			proc := startJS(t, node, addr, name, jsClients[2].argsAt(name, p)...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/basaltmc/basalt/server"
@@ -17,59 +16,52 @@ import (
 	"github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
-// counter is one player's handler: it spawns the player in an empty world
-// with session/join, then answers each chat message with how many this
-// player has sent, kept in the handler itself: no map, no lock. The
-// session has run the login (network settings, protocol check, Login,
+// counter is one player's handler: it answers each chat message with how
+// many this player has sent, kept in the handler itself: no map, no lock.
+// The session has run the login (network settings, protocol check, Login,
 // encryption) and the server has given the player a slot before
-// newCounter is called; packets.Adapt decodes each packet once, for the
-// player's protocol.
+// newCounter is called; session/join then spawns the player and hands
+// the counter the player's packets from the spawn on, decoded once, for
+// the player's protocol.
 type counter struct {
-	packets.NopHandler
-	codec packets.Codec
-	join  *join.Join
-	name  string
-	said  int
+	packets.NopTypedHandler
+	join *join.Join
+	name string
+	said int
 }
 
-// entities hands out entity IDs, one per player.
-var entities atomic.Int64
-
-func newCounter(s *session.Session) (session.Handler, error) {
-	id, _ := s.Identity()
-	if id.DisplayName == "Herobrine" {
-		return nil, session.Kick("Not you again.") // ends this session only
-	}
-	c := &counter{name: id.DisplayName}
-	j, err := join.Start(s, c.codec, join.GameData{
-		EntityID:       entities.Add(1),
+// newCounter is the server's NewHandler: it spawns each player in an
+// empty world, where it flies, with a counter of its own.
+var newCounter = (&join.World{
+	GameData: join.GameData{
 		WorldName:      "Counter",
 		PlayerGameMode: packet.GameTypeSpectator, // flies: there is no ground
 		PlayerPosition: mgl32.Vec3{0, 70, 0},
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.join = j
-	return packets.Adapt(c, c.codec), nil
+	},
+	NewPlayer: func(s *session.Session, j *join.Join) (join.Handler, error) {
+		id, _ := s.Identity()
+		if id.DisplayName == "Herobrine" {
+			return nil, session.Kick("Not you again.") // ends this session only
+		}
+		return &counter{join: j, name: id.DisplayName}, nil
+	},
+}).NewHandler
+
+// HandleSpawn is called once, when the player is in the world.
+func (c *counter) HandleSpawn(*session.Session) error {
+	return c.say("Welcome, " + c.name + "! Say something.")
 }
 
-func (c *counter) HandlePacket(s *session.Session, pk packet.Packet) error {
-	if spawned, err := c.join.HandlePacket(pk); spawned || err != nil {
-		if err != nil {
-			return err
-		}
-		return c.say(s, "Welcome, "+c.name+"! Say something.")
-	}
-	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat && c.join.Spawned() {
+func (c *counter) HandlePacket(_ *session.Session, pk packet.Packet) error {
+	if t, ok := pk.(*packet.Text); ok && t.TextType == packet.TextTypeChat {
 		c.said++
-		return c.say(s, fmt.Sprintf("%s, that was message %d.", c.name, c.said))
+		return c.say(fmt.Sprintf("%s, that was message %d.", c.name, c.said))
 	}
 	return nil
 }
 
-func (c *counter) say(s *session.Session, msg string) error {
-	return c.codec.Write(s, &packet.Text{TextType: packet.TextTypeRaw, Message: msg})
+func (c *counter) say(msg string) error {
+	return c.join.Write(&packet.Text{TextType: packet.TextTypeRaw, Message: msg})
 }
 
 // This example runs a server from config.toml, logging as its [log] table
