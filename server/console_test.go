@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
 	"github.com/rs/zerolog"
+	mcpacket "github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
 // consoleRun runs srv's console over a pipe, as main does over stdin; send
@@ -134,6 +136,12 @@ func TestConsoleNamesWithSpaces(t *testing.T) {
 	major.sync()
 	nelson.sync()
 
+	c.send(`say Restart in "5" minutes`, "said to 2 player(s)")
+	for _, p := range []*client{major, nelson} {
+		if txt := p.expect(mcpacket.IDText); !bytes.Contains(txt.payload, []byte(`[Server] Restart in "5" minutes`)) {
+			t.Errorf("got Text % x, want the operator's line", txt.payload)
+		}
+	}
 	c.send("kick Major Nelson", `\"Major Nelson\" is online: quote a name with spaces`)
 	c.send(`kick "Major Nelson" griefing`, "kicked 1 player(s) named Major Nelson")
 	nelson.expectDisconnect(session.DisconnectReasonKicked, "griefing")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/basaltmc/basalt/server/console"
 	"github.com/basaltmc/basalt/session"
+	"github.com/basaltmc/basalt/session/packets"
+	mcpacket "github.com/sandertv/gophertunnel/minecraft/protocol/packet"
 )
 
 // DefaultKickMessage is what a kicked player sees when the operator gave
@@ -35,6 +38,34 @@ func (srv *Server) Kick(player, reason string) (int, error) {
 	if n == 0 {
 		return 0, fmt.Errorf("no player %q online", player)
 	}
+	return n, nil
+}
+
+// Say sends message to every player online as a line of chat from the
+// server, "[Server] message", laid out for each player's protocol, and
+// reports how many it was sent to. A player still loading the world may
+// not show it. It is safe for concurrent use.
+func (srv *Server) Say(message string) (int, error) {
+	message = strings.TrimSpace(message)
+	if message == "" {
+		return 0, errors.New("no message to say")
+	}
+	srv.mu.Lock()
+	var players []*session.Session
+	for s, e := range srv.sessions {
+		if e.player {
+			players = append(players, s)
+		}
+	}
+	srv.mu.Unlock()
+	var codec packets.Codec // each session's own protocol
+	n := 0
+	for _, s := range players {
+		if codec.Write(s, &mcpacket.Text{TextType: mcpacket.TextTypeRaw, Message: "[Server] " + message}) == nil {
+			n++
+		}
+	}
+	srv.log.Info().Str("text", message).Int("players", n).Msg("said")
 	return n, nil
 }
 

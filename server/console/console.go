@@ -30,6 +30,7 @@ const maxConsoleLine = 64 << 10
 const consoleHelp = `commands (quote a name with spaces: kick "Major Nelson" griefing):
   help                                  this list
   list                                  the players online
+  say <message>                         a line of chat to every player
   kick <player> [reason]                disconnect a player (name or XUID)
   ban <player|xuid|ip|cidr> [<length>|forever [reason]]
                                         ban for a length such as 30m, 12h, 7d
@@ -44,6 +45,7 @@ const consoleHelp = `commands (quote a name with spaces: kick "Major Nelson" gri
 
 // The usage lines a command's error repeats.
 const (
+	sayUsage       = "usage: say <message>"
 	kickUsage      = "usage: kick <player> [reason]"
 	banUsage       = "usage: ban <player|xuid|ip|cidr> [<length>|forever [reason]], a length such as 30m, 12h, 7d or 2w"
 	unbanUsage     = "usage: unban <player|xuid|ip|cidr>"
@@ -58,6 +60,9 @@ type Server interface {
 	Players() []session.Identity
 	// PlayerLimit returns the number of players the server admits now.
 	PlayerLimit() int
+	// Say sends message to every player online as a line of chat, and
+	// reports how many it was sent to.
+	Say(message string) (int, error)
 	// Kick disconnects the players online whose name or XUID is player,
 	// and reports how many.
 	Kick(player, reason string) (int, error)
@@ -131,6 +136,18 @@ func Run(r io.Reader, srv Server, log zerolog.Logger, stop func()) error {
 // execCommand runs one console line and returns its answer, and whether
 // it was stop.
 func execCommand(srv Server, line string) (reply string, stop bool, err error) {
+	if word, msg, _ := strings.Cut(strings.Replace(line, "\t", " ", 1), " "); strings.EqualFold(word, "say") {
+		// The message as typed: quotes are part of it, not arguments.
+		msg = strings.TrimSpace(msg)
+		if msg == "" {
+			return "", false, errors.New(sayUsage)
+		}
+		n, err := srv.Say(msg)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("said to %d player(s): %s", n, msg), false, nil
+	}
 	f, err := splitLine(line)
 	if err != nil {
 		return "", false, err

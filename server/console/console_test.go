@@ -90,6 +90,10 @@ func (f *fakeServer) Players() []session.Identity {
 	return ids
 }
 func (f *fakeServer) PlayerLimit() int { return 20 }
+func (f *fakeServer) Say(message string) (int, error) {
+	f.calls = append(f.calls, fmt.Sprintf("say %q", message))
+	return len(f.online), nil
+}
 func (f *fakeServer) Kick(player, reason string) (int, error) {
 	f.calls = append(f.calls, fmt.Sprintf("kick %q %q", player, reason))
 	n := 0
@@ -175,6 +179,11 @@ func TestCommands(t *testing.T) {
 		{line: `allowlist add`, err: true, reply: allowlistUsage},
 		{line: `allowlist on now`, err: true, reply: allowlistUsage},
 		{line: `allowlist on`, call: `allowlist true`},
+		{line: `say Restart in 5 minutes, "Major Nelson" too`, call: `say "Restart in 5 minutes, \"Major Nelson\" too"`, reply: "said to 2 player(s): Restart in 5 minutes"},
+		{line: `say it's 'fine`, call: `say "it's 'fine"`},
+		{line: "SAY\thello", call: `say "hello"`},
+		{line: `say`, err: true, reply: sayUsage},
+		{line: `say   `, err: true, reply: sayUsage},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			srv := &fakeServer{online: []string{"Major", "Major Nelson"}}
