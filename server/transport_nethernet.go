@@ -51,6 +51,9 @@ func (srv *Server) listenNetherNet() error {
 		}
 	}
 	if len(c.TrustedProxies) > 0 {
+		// The signalling takes PROXY headers from the proxies the
+		// RakNet listener takes them from.
+		nc.ProxyProtocol = c.ProxyProtocol
 		proxies := c.TrustedProxies
 		nc.TrustedProxy = func(a netip.Addr) bool {
 			for _, p := range proxies {

@@ -4,11 +4,15 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/basaltmc/basalt/raknet/proxyproto"
 )
 
 // Bounds of the signalling endpoint's TCP side. An honest client sends
@@ -37,6 +41,7 @@ const (
 type connGuard struct {
 	max, perSource int
 	trusted        func(netip.Addr) bool
+	proxied        bool // trusted sources send a PROXY header first
 	stats          *counters
 
 	mu       sync.Mutex
@@ -45,8 +50,8 @@ type connGuard struct {
 	unserved *list.List // *guardConn still sending their request, oldest first
 }
 
-func newConnGuard(max, perSource int, trusted func(netip.Addr) bool, stats *counters) *connGuard {
-	return &connGuard{max: max, perSource: perSource, trusted: trusted, stats: stats,
+func newConnGuard(max, perSource int, trusted func(netip.Addr) bool, proxied bool, stats *counters) *connGuard {
+	return &connGuard{max: max, perSource: perSource, trusted: trusted, proxied: proxied, stats: stats,
 		bySrc: make(map[netip.Addr]int), unserved: list.New()}
 }
 
@@ -70,7 +75,11 @@ func (l *guardListener) Accept() (net.Conn, error) {
 	}
 }
 
-// guardConn is an admitted connection; closing it frees its place.
+// guardConn is an admitted connection; closing it frees its place. A
+// trusted proxy's starts with a PROXY header (v1 or v2) naming the
+// client: it is read before anything else, and RemoteAddr is the
+// client's from then on. Anyone else's header is never read: it is the
+// start of a request that does not parse.
 type guardConn struct {
 	net.Conn
 	g       *connGuard
@@ -78,12 +87,81 @@ type guardConn struct {
 	trusted bool
 	elem    *list.Element // in g.unserved until served
 	closed  bool
+
+	header sync.Once
+	remote net.Addr // the client's, once the header is read
+	rest   []byte   // what was read past the header
+	err    error    // a header that did not parse
+}
+
+// readHeader reads a trusted proxy's PROXY header, within headerTimeout.
+// A connection that does not start like one is the proxy's own; one
+// whose header does not parse is closed.
+func (gc *guardConn) readHeader() {
+	gc.remote = gc.Conn.RemoteAddr()
+	if !gc.trusted || !gc.g.proxied {
+		return
+	}
+	_ = gc.Conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	defer gc.Conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 0, 256)
+	for {
+		n, err := gc.Conn.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if !proxyproto.MaybeHeader(buf) {
+			gc.rest = buf // no header: the proxy's own request
+			return
+		}
+		h, perr := proxyproto.Parse(buf, proxyproto.Stream)
+		if perr == nil {
+			if !h.Local {
+				gc.remote = net.TCPAddrFromAddrPort(netip.AddrPortFrom(h.Client.Addr().Unmap(), h.Client.Port()))
+			}
+			gc.rest = buf[h.Len:]
+			return
+		}
+		if errors.Is(perr, io.ErrUnexpectedEOF) && err == nil {
+			if len(buf) < cap(buf) {
+				continue
+			}
+			if cap(buf) < proxyproto.MaxV2Len { // a v2 header with long TLVs
+				nb := make([]byte, len(buf), proxyproto.MaxV2Len)
+				copy(nb, buf)
+				buf = nb
+				continue
+			}
+		}
+		gc.err = cmpOr(err, perr)
+		gc.g.stats.proxyRefused.Add(1)
+		return
+	}
+}
+
+// RemoteAddr returns the client's address: the one a trusted proxy's
+// header names, or the connection's.
+func (gc *guardConn) RemoteAddr() net.Addr {
+	gc.header.Do(gc.readHeader)
+	return gc.remote
+}
+
+// Read reads what follows the PROXY header, if any.
+func (gc *guardConn) Read(b []byte) (int, error) {
+	gc.header.Do(gc.readHeader)
+	if gc.err != nil {
+		return 0, gc.err
+	}
+	if len(gc.rest) > 0 {
+		n := copy(b, gc.rest)
+		gc.rest = gc.rest[n:]
+		return n, nil
+	}
+	return gc.Conn.Read(b)
 }
 
 // admit takes a place for c, or closes it.
 func (g *connGuard) admit(c net.Conn) *guardConn {
 	var src netip.Addr
-	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok { // the peer's own, never a header's
 		src = ta.AddrPort().Addr().Unmap()
 	}
 	gc := &guardConn{Conn: c, g: g, trusted: g.trusted != nil && g.trusted(src)}

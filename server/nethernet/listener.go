@@ -106,6 +106,11 @@ type Config struct {
 	// TrustedProxy reports whether an address is a trusted proxy's: no
 	// per-source limit applies to it. Nil trusts none.
 	TrustedProxy func(netip.Addr) bool
+	// ProxyProtocol takes a PROXY header (v1 or v2) at the start of a
+	// trusted proxy's signalling connections: the client it names is
+	// the one admission, limits and logs see. A header from anyone else
+	// is never read.
+	ProxyProtocol bool
 
 	// MaxOfferSize caps an offer's body in bytes; 0 means
 	// DefaultMaxOfferSize.
@@ -172,6 +177,9 @@ type Stats struct {
 	// ConnsEvicted the ones closed for a new one while still sending
 	// their request.
 	ConnsRefused, ConnsEvicted uint64
+	// ProxyRefused counts trusted proxies' connections closed because
+	// their PROXY header did not parse.
+	ProxyRefused uint64
 	// ICEQueueFull counts the STUN and DTLS datagrams a shared socket's
 	// Demux dropped because ICE fell behind.
 	ICEQueueFull uint64
@@ -183,11 +191,11 @@ type Stats struct {
 
 // counters are the Stats as kept.
 type counters struct {
-	offers, answered, accepted, failed           atomic.Uint64
-	tooLarge, busy, rateLimited, sourceBusy      atomic.Uint64
-	malformed, unauthenticated, proven, unproven atomic.Uint64
-	notLAN, connsRefused, connsEvicted           atomic.Uint64
-	inFlight, halfOpen, open                     atomic.Int64
+	offers, answered, accepted, failed               atomic.Uint64
+	tooLarge, busy, rateLimited, sourceBusy          atomic.Uint64
+	malformed, unauthenticated, proven, unproven     atomic.Uint64
+	notLAN, connsRefused, connsEvicted, proxyRefused atomic.Uint64
+	inFlight, halfOpen, open                         atomic.Int64
 }
 
 // Listener serves NetherNet: HTTP signalling on TCP and the peer
@@ -255,7 +263,7 @@ func (c Config) Listen() (*Listener, error) {
 		answerWait:    c.AnswerWait,
 		trusted:       c.TrustedProxy,
 	}, &l.stats)
-	l.guard = newConnGuard(c.MaxSignalingConns, c.SignalingConnsPerSource, c.TrustedProxy, &l.stats)
+	l.guard = newConnGuard(c.MaxSignalingConns, c.SignalingConnsPerSource, c.TrustedProxy, c.ProxyProtocol, &l.stats)
 	var tlsConf *tls.Config
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
@@ -495,6 +503,7 @@ func (l *Listener) Stats() Stats {
 		Malformed: s.malformed.Load(), Unauthenticated: s.unauthenticated.Load(),
 		Proven: s.proven.Load(), Unproven: s.unproven.Load(), NotLAN: s.notLAN.Load(),
 		ConnsRefused: s.connsRefused.Load(), ConnsEvicted: s.connsEvicted.Load(),
+		ProxyRefused:   s.proxyRefused.Load(),
 		Negotiating:    int(s.inFlight.Load()),
 		Open:           int(s.open.Load()),
 		SignalingConns: l.guard.openConns(),

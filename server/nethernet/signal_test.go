@@ -1,6 +1,7 @@
 package nethernet
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	goproxy "github.com/pires/go-proxyproto"
 )
 
 // identityAttr returns an a=identity line carrying token, as a client
@@ -107,7 +110,7 @@ func (c *fakeConn) isClosed() bool {
 // the oldest connection still sending its request goes first.
 func TestConnGuard(t *testing.T) {
 	var st counters
-	g := newConnGuard(3, 2, func(a netip.Addr) bool { return a == netip.MustParseAddr("10.9.9.9") }, &st)
+	g := newConnGuard(3, 2, func(a netip.Addr) bool { return a == netip.MustParseAddr("10.9.9.9") }, false, &st)
 	conn := func(ip string) (*fakeConn, *guardConn) {
 		c := &fakeConn{from: netip.AddrPortFrom(netip.MustParseAddr(ip), 1)}
 		return c, g.admit(c)
@@ -328,4 +331,81 @@ func listenBench(b *testing.B, c Config) *Listener {
 	}
 	b.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// rawRequest sends a PROXY header (may be empty) and one HTTP request on
+// a connection from local, returning the status code.
+func rawRequest(t *testing.T, l *Listener, local string, header []byte, method, path, body string) int {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", method, path, len(body), body)
+	if _, err := c.Write(append(append([]byte(nil), header...), req...)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A trusted proxy's PROXY header (v1 or v2) names the client whose
+// offers admission counts; the proxy itself is never limited; a header
+// from anyone else is not read, and its sender is refused and counted as
+// itself.
+func TestSignallingProxyHeader(t *testing.T) {
+	defer checkGoroutines(t)()
+	proxy := netip.MustParseAddr("127.0.0.1")
+	l := listenTest(t, Config{AllowAnonymous: true, OffersPerSource: 1, ProxyProtocol: true,
+		TrustedProxy: func(a netip.Addr) bool { return a == proxy }})
+	v1 := func(client string) []byte {
+		return []byte("PROXY TCP4 " + client + " 127.0.0.1 40000 19132\r\n")
+	}
+	v2 := func(client string) []byte {
+		h := &goproxy.Header{Version: 2, Command: goproxy.PROXY, TransportProtocol: goproxy.TCPv4,
+			SourceAddr:      &net.TCPAddr{IP: net.ParseIP(client), Port: 40000},
+			DestinationAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 19132}}
+		b, err := h.Format()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	junk := "v=0\r\nnot an offer"
+	for _, tc := range []struct {
+		name   string
+		from   string
+		header []byte
+		want   int
+	}{
+		{"client A's first offer, v1", "127.0.0.1", v1("198.51.100.7"), http.StatusBadRequest},
+		{"client A's second, v2", "127.0.0.1", v2("198.51.100.7"), http.StatusTooManyRequests},
+		{"client B's first", "127.0.0.1", v1("198.51.100.8"), http.StatusBadRequest},
+		{"the proxy's own, no header", "127.0.0.1", nil, http.StatusBadRequest},
+		{"the proxy's own again: never limited", "127.0.0.1", nil, http.StatusBadRequest},
+		{"untrusted with a header: not read", "127.0.0.2", v1("198.51.100.9"), http.StatusBadRequest},
+		{"untrusted, as itself", "127.0.0.2", nil, http.StatusBadRequest},
+		{"untrusted, as itself, over its rate", "127.0.0.2", nil, http.StatusTooManyRequests},
+	} {
+		if got := rawRequest(t, l, tc.from, tc.header, "POST", "/v1/join/1", junk); got != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := rawRequest(t, l, "127.0.0.1", v1("198.51.100.7"), "GET", "/v1/join", ""); got != http.StatusOK {
+		t.Errorf("status through the proxy: %d", got)
+	}
+	if got := rawRequest(t, l, "127.0.0.1", []byte("PROXY TCP4 nonsense\r\n"), "GET", "/v1/join", ""); got != 0 {
+		t.Logf("a malformed header from the proxy: status %d", got)
+	}
+	if st := l.Stats(); st.ProxyRefused != 1 {
+		t.Errorf("proxy_refused = %d, want 1", st.ProxyRefused)
+	}
+	_ = l.Close()
 }
