@@ -2,6 +2,7 @@ package lobby
 
 import (
 	"math"
+	"slices"
 
 	"github.com/basaltmc/basalt/session/join"
 	"github.com/go-gl/mathgl/mgl32"
@@ -33,11 +34,19 @@ const (
 // comes from them, so it is 0, the air item no stack carries data for.
 var items []protocol.ItemEntry
 
-// commands are the chat commands announced in AvailableCommands.
-var commands = []protocol.Command{
-	{Name: "list", Description: "Show who is in the lobby"},
-	{Name: "leave", Description: "Leave the lobby"},
-}
+// commands are the chat commands announced in AvailableCommands, and
+// operatorCommands those announced to operators too.
+var (
+	commands = []protocol.Command{
+		{Name: "list", Description: "Show who is in the lobby", Overloads: []protocol.CommandOverload{{}}},
+		{Name: "leave", Description: "Leave the lobby", Overloads: []protocol.CommandOverload{{}}},
+	}
+	operatorCommands = []protocol.Command{
+		{Name: "transfer", Description: "Send yourself to another server", Overloads: []protocol.CommandOverload{{
+			Parameters: []protocol.CommandParameter{{Name: "address", Type: protocol.CommandArgValid | protocol.CommandArgTypeRawText}},
+		}}},
+	}
+)
 
 // gameData returns the world the player joins, for session/join.
 func (p *player) gameData() join.GameData {
@@ -60,20 +69,21 @@ func (p *player) gameData() join.GameData {
 		Items:             items,
 		MaxChunkRadius:    maxChunkRadius,
 		BeforeSpawn: []packet.Packet{
-			&packet.AvailableCommands{Commands: availableCommands()},
+			&packet.AvailableCommands{Commands: availableCommands(p.operator)},
 			p.abilities(),
 		},
 	}
 }
 
-// availableCommands returns commands without aliases (the offset
-// math.MaxUint32 points at no enum) and with one overload taking nothing.
-func availableCommands() []protocol.Command {
-	cs := make([]protocol.Command, len(commands))
-	for i, c := range commands {
-		c.AliasesOffset = math.MaxUint32
-		c.Overloads = []protocol.CommandOverload{{}}
-		cs[i] = c
+// availableCommands returns commands, and operatorCommands for an
+// operator, without aliases (the offset math.MaxUint32 points at no enum).
+func availableCommands(operator bool) []protocol.Command {
+	cs := slices.Clone(commands)
+	if operator {
+		cs = append(cs, operatorCommands...)
+	}
+	for i := range cs {
+		cs[i].AliasesOffset = math.MaxUint32
 	}
 	return cs
 }

@@ -53,6 +53,12 @@ type Config struct {
 	// Log receives the lobby's messages. Nil discards them; each player's
 	// own messages go to its session's logger.
 	Log *zerolog.Logger
+	// Operator reports whether a logged-in player may use the operators'
+	// commands: /transfer HOST:PORT, which sends the player to another
+	// server. Nil means nobody may. Offline (without login verification)
+	// a name or XUID is only a claim: check id.Verified. It is called on
+	// the player's session goroutine, once, when the player joins.
+	Operator func(id session.Identity) bool
 }
 
 // Lobby is a built-in world for players to wait in: an empty world where
@@ -63,6 +69,7 @@ type Lobby struct {
 	greeting    string
 	worldName   string
 	joinTimeout time.Duration
+	operator    func(session.Identity) bool
 	log         zerolog.Logger
 	// codec encodes for every player, at each one's protocol: they all get
 	// the same ItemRegistry, so the same shield ID.
@@ -80,6 +87,7 @@ func New(cfg Config) *Lobby {
 		greeting:    cfg.Greeting,
 		worldName:   cfg.WorldName,
 		joinTimeout: cfg.JoinTimeout,
+		operator:    cfg.Operator,
 		log:         zerolog.Nop(),
 		players:     make(map[*player]struct{}),
 		codec:       packets.Codec{ShieldID: shieldID(items)},
@@ -109,6 +117,7 @@ func (l *Lobby) NewHandler(s *session.Session) (session.Handler, error) {
 		s:        s,
 		name:     id.DisplayName,
 		entityID: join.NewEntityID(),
+		operator: l.operator != nil && l.operator(id),
 	}
 	l.mu.Lock()
 	if l.closed {

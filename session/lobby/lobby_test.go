@@ -646,3 +646,84 @@ func TestLifecycleLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestTransfer checks /transfer: an operator's client gets a Transfer to
+// the address it named and its session ends; anyone else's /transfer is
+// an unknown command.
+func TestTransfer(t *testing.T) {
+	var logs syncBuffer
+	log := zerolog.New(&logs)
+	w := newLoggedWorld(t, Config{Operator: func(id session.Identity) bool { return id.DisplayName == "Op" }}, &log)
+	guest := w.dial(t, "Guest")
+	if err := guest.WritePacket(&packet.CommandRequest{CommandLine: "/transfer 127.0.0.1:19999"}); err != nil {
+		t.Fatal(err)
+	}
+	expectText(t, guest, "Unknown command")
+
+	op := w.dial(t, "Op")
+	for _, tc := range []struct{ line, reply string }{
+		{"/transfer", "Usage: /transfer HOST:PORT"},
+		{"/transfer example.com", "missing port"},
+	} {
+		if err := op.WritePacket(&packet.CommandRequest{CommandLine: tc.line}); err != nil {
+			t.Fatal(err)
+		}
+		expectText(t, op, tc.reply)
+	}
+	if err := op.WritePacket(&packet.CommandRequest{CommandLine: "/transfer play.example.com:19133"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = op.SetReadDeadline(time.Now().Add(wait))
+	for {
+		pk, err := op.ReadPacket()
+		if err != nil {
+			t.Fatalf("waiting for the Transfer: %v", err)
+		}
+		if tr, ok := pk.(*packet.Transfer); ok {
+			if tr.Address != "play.example.com" || tr.Port != 19133 {
+				t.Errorf("got a Transfer to %s:%d, want play.example.com:19133", tr.Address, tr.Port)
+			}
+			break
+		}
+	}
+	// The session ends: the client's connection closes.
+	for {
+		if _, err := op.ReadPacket(); err != nil {
+			break
+		}
+	}
+	for {
+		changed := logs.changed()
+		if strings.Contains(logs.String(), `"why":"transferred to play.example.com:19133"`) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(wait):
+			t.Fatalf("no leave line with the transfer in the log:\n%s", logs.String())
+		}
+	}
+	if got := w.lobby.Players(); !slices.Equal(got, []string{"Guest"}) {
+		t.Errorf("players %q after the transfer, want [Guest]", got)
+	}
+}
+
+// TestOperatorCommands checks that /transfer is announced to operators
+// only, and that both lists encode at every protocol.
+func TestOperatorCommands(t *testing.T) {
+	for _, op := range []bool{false, true} {
+		cs := availableCommands(op)
+		var names []string
+		for _, c := range cs {
+			names = append(names, c.Name)
+		}
+		if got := slices.Contains(names, "transfer"); got != op {
+			t.Errorf("operator %v: commands %q", op, names)
+		}
+		for _, p := range packets.Protocols() {
+			if _, err := (packets.Codec{Protocol: p}).Append(nil, &packet.AvailableCommands{Commands: cs}); err != nil {
+				t.Errorf("operator %v at %d: %v", op, p, err)
+			}
+		}
+	}
+}

@@ -46,6 +46,8 @@ type player struct {
 	s        *session.Session
 	name     string
 	entityID int64
+	// operator: the player may use /transfer.
+	operator bool
 	spawned  atomic.Bool // in the world; written under lobby.mu
 
 	// join spawns the player; set before the handler sees a packet.
@@ -189,9 +191,9 @@ func (p *player) allowChat(now time.Time) bool {
 	return true
 }
 
-// command runs a chat command: /list or /leave.
+// command runs a chat command: /list, /leave, or an operator's /transfer.
 func (p *player) command(line string) error {
-	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "/"), " ")
+	name, arg, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "/"), " ")
 	switch strings.ToLower(name) {
 	case "list":
 		names := p.lobby.Players()
@@ -199,8 +201,27 @@ func (p *player) command(line string) error {
 	case "leave":
 		p.leaving("/leave")
 		return p.s.DisconnectWith(session.DisconnectReasonDisconnected, leaveMessage)
+	case "transfer":
+		if p.operator {
+			return p.transfer(strings.TrimSpace(arg))
+		}
 	}
 	return p.write(systemText("§cUnknown command. Try /list or /leave."))
+}
+
+// transfer sends the player to the server at addr, host:port.
+func (p *player) transfer(addr string) error {
+	if addr == "" {
+		return p.write(systemText("§cUsage: /transfer HOST:PORT"))
+	}
+	if err := p.s.Transfer(addr); err != nil {
+		return p.write(systemText("§c" + err.Error()))
+	}
+	// Before HandleClose, which runs on this goroutine after the
+	// session's loop has ended.
+	p.leaving("transferred to " + addr)
+	p.s.Log().Info().Str("to", addr).Msg("player transferred")
+	return nil
 }
 
 // listMessage answers /list.
