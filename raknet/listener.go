@@ -212,11 +212,12 @@ type ListenConfig struct {
 	// is dropped, and the listener costs what it did before.
 	ProxyProtocol bool
 	// TrustedProxies are the networks whose datagrams may carry PROXY
-	// headers when ProxyProtocol is set. With or without it, a per-IP
-	// refusal of one of their own addresses (a balancer whose players
-	// share its address) is explained in the log, once per 10 s. Anyone able
-	// to send from a trusted address can claim any client address, so
-	// list only the proxies' own addresses.
+	// headers when ProxyProtocol is set. With or without it, their own
+	// addresses are never limited per IP (the per-IP connection cap, the
+	// handshake and offline request rates): the players of a proxy that
+	// sends no headers share its address. Anyone able to send from a
+	// trusted address can claim any client address, so list only the
+	// proxies' own addresses.
 	TrustedProxies []netip.Prefix
 	// Sockets is how many UDP sockets the listener opens on its address,
 	// each with a reader of its own, so that receiving spreads over
@@ -323,9 +324,8 @@ type Listener struct {
 	// proxy holds ListenConfig.ProxyProtocol's trusted proxies, from
 	// which each reader makes its gate; nil without it.
 	proxy *proxyGate
-	// proxyLimits explains per-IP refusals of a trusted proxy's own
-	// address; nil without TrustedProxies.
-	proxyLimits *proxyLimitLog
+	// trusted are the trusted proxies, never limited per IP themselves.
+	trusted trustedProxies
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -419,7 +419,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 	}
 	l.connCfg = newConnConfig(lc.Timeout, lc.PingInterval, lc.CloseTimeout, l.log, lc.limits)
 	l.proxy = gate
-	l.proxyLimits = newProxyLimitLog(lc.TrustedProxies)
+	l.trusted = newTrustedProxies(lc.TrustedProxies)
 	if gate != nil {
 		l.ep.maxIn = maxReadIn // room for headers; see reader.unproxy
 	}
@@ -563,10 +563,9 @@ func (p *peer) established(c *Conn) {
 	case l.cfg.MaxConnections > 0 && n > int64(l.cfg.MaxConnections):
 		// Handshakes that completed together overshot the cap.
 		l.n.refused.Add(1)
-	case l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] > l.cfg.MaxConnectionsPerIP:
+	case l.cfg.MaxConnectionsPerIP >= 0 && l.perIP[ip] > l.cfg.MaxConnectionsPerIP && !l.trusted.contains(ip):
 		l.n.refused.Add(1)
 		l.n.perIPLimited.Add(1)
-		l.perIPRefused(ip, time.Now())
 	default:
 		select {
 		case l.accept <- c:

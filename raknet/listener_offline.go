@@ -85,7 +85,7 @@ func (r *reader) handle(b []byte, from netip.AddrPort, now time.Time) {
 	}
 	// Every offline request costs its source prefix a token before it is
 	// even decoded: a flood from one network is cut off cheaply.
-	if l.prefixes != nil && !l.prefixes.Allow(k.Addr(), now, 1) {
+	if l.prefixes != nil && !l.trusted.contains(k.Addr()) && !l.prefixes.Allow(k.Addr(), now, 1) {
 		l.n.rateLimited.Add(1)
 		return
 	}
@@ -197,9 +197,6 @@ func (r *reader) handleRequest2(b []byte, from, via, k netip.AddrPort, now time.
 	default:
 		l.mu.Unlock()
 		d.count(l.n, &st)
-		if d.action == r2PerIPFull || d.action == r2RateLimited {
-			l.perIPRefused(k.Addr(), now)
-		}
 		return nil
 	}
 	// The connection exists before the reply leaves, so the client's next
@@ -230,6 +227,9 @@ func (l *Listener) request2State(old *peer, k netip.AddrPort, now time.Time) r2S
 		default:
 			st.live = &peerView{guid: old.c.guid, reply2: old.reply2, established: old.c.isEstablished()}
 		}
+	}
+	if l.trusted.contains(k.Addr()) {
+		return st // a trusted proxy's own address: no per-IP limit
 	}
 	if st.live == nil {
 		st.ipFull = l.ipFull(k.Addr())
