@@ -68,7 +68,6 @@ type proxyHeader struct {
 	n int
 }
 
-
 // parseProxyHeader decodes the PROXY v2 header b starts with, for UDP
 // (proxyproto.ParseV2): the PROXY command is accepted only for UDP over
 // IPv4 or IPv6, the only addresses a RakNet client can have.
