@@ -173,12 +173,8 @@ func TestBedrockPingShowsStatus(t *testing.T) {
 		}
 		dialed <- err
 	}()
-	deadline := time.Now().Add(bedrockTimeout)
-	for srv.PlayerCount() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the client to log in")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(bedrockTimeout, func() bool { return srv.PlayerCount() == 1 }) {
+		t.Fatal("timed out waiting for the client to log in")
 	}
 	if st, _ := bedrockStatus(t, addr); st.PlayerCount != 1 {
 		t.Errorf("with one client online: got %d players, want 1", st.PlayerCount)

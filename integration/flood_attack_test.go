@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,8 +33,9 @@ const (
 	// the warm-up, a join that takes all of joinBound and an echo, and the
 	// test stops it as soon as its client is in.
 	spoofDuration = floodWarmup + joinBound + 5*time.Second
-	// floodWarmup is how long a flood runs before an honest client tries
-	// to join, so whatever state the flood makes is already there.
+	// floodWarmup is how much flood (floodWarmup at spoofRate) is sent
+	// before an honest client tries to join, so whatever state the flood
+	// makes is already there.
 	floodWarmup = 500 * time.Millisecond
 
 	// maxPongsPerPrefix is the most unconnected pongs a second one /24
@@ -59,11 +61,16 @@ const (
 // logged; the target (within a second) is scripts/flood's to report.
 func TestFloodSpoofedHandshakesLeaveRoomForPlayers(t *testing.T) {
 	flood := func(t *testing.T, target netip.AddrPort) (func() *attack.Report, func()) {
+		var sent atomic.Int64
 		wait, stop := startFlood(t, attack.Spoofer{
 			Target: target, Sources: attack.Sources(spoofSources, 40), Shape: attack.OCR2(attack.MixedCookies),
 			Rate: spoofRate, Count: spoofRate * int(spoofDuration/time.Second), Duration: spoofDuration,
+			Progress: &sent,
 		})
-		time.Sleep(floodWarmup)
+		warm := int64(spoofRate * floodWarmup / time.Second)
+		if !eventually(spoofDuration, func() bool { return sent.Load() >= warm }) {
+			t.Logf("the flood sent %d datagrams, not the %d of its warm-up, before it ended", sent.Load(), warm)
+		}
 		return wait, stop
 	}
 
@@ -80,7 +87,7 @@ func TestFloodSpoofedHandshakesLeaveRoomForPlayers(t *testing.T) {
 		stop()
 		r := wait()
 		t.Logf("joined in %v; echo %v; flood %v; listener %+v", took, res, r, l.Stats())
-		if res.lost > 0 {
+		if res.Lost > 0 {
 			t.Errorf("echo during the flood: %v, want none lost", res)
 		}
 	})
@@ -194,7 +201,7 @@ func TestFloodMemoryBudget(t *testing.T) {
 			clients := dialClients(t, addr, n, 100, 8)
 
 			stop := make(chan struct{})
-			var during echoResult
+			var during attack.EchoResult
 			var wg sync.WaitGroup
 			wg.Go(func() { during = honest.run(1000, 20*time.Millisecond, stop) })
 			start := time.Now()
@@ -249,7 +256,7 @@ func TestFloodMemoryBudget(t *testing.T) {
 			if grown > memoryBudget+heapSlack {
 				t.Errorf("heap grew %.1f MiB, want at most the %d MiB budget (+%d MiB slack)", float64(grown)/(1<<20), memoryBudget>>20, heapSlack>>20)
 			}
-			if during.lost > 0 || after.lost > 0 {
+			if during.Lost > 0 || after.Lost > 0 {
 				t.Errorf("honest echo: during %v, after %v; want none lost", during, after)
 			}
 		})
@@ -269,14 +276,14 @@ func TestFloodJunkKeepsEchoing(t *testing.T) {
 		Count: attack.MaxCount, Duration: 2 * time.Second, Seed: 1,
 	})
 	stop := make(chan struct{})
-	var during echoResult
+	var during attack.EchoResult
 	var wg sync.WaitGroup
 	wg.Go(func() { during = honest.run(1000, 5*time.Millisecond, stop) })
 	r := wait()
 	close(stop)
 	wg.Wait()
 	t.Logf("echo before: %v; during the flood: %v; flood %v; listener %+v", before, during, r, l.Stats())
-	if len(during.rtts) == 0 || during.lost > 0 {
+	if len(during.RTTs) == 0 || during.Lost > 0 {
 		t.Errorf("echo during the junk flood: %v, want every echo back within %v", during, echoTimeout)
 	}
 }
@@ -303,14 +310,17 @@ func TestFloodRestartedClientRecoversSlot(t *testing.T) {
 	var refusals []string
 	// A generous bound: the slot comes back one timeout and a retry after
 	// the restart, which took is logged against.
+	// The client retries as a restarted game would, at most every 100 ms.
 	deadline := time.Now().Add(timeout + joinBound)
+	retry := time.NewTicker(100 * time.Millisecond)
+	defer retry.Stop()
 	for c == nil && time.Now().Before(deadline) {
 		dctx, dcancel := context.WithTimeout(context.Background(), time.Second)
 		c, err = attack.Dial(dctx, attack.ClientConfig{Local: local, Server: addr})
 		dcancel()
 		if err != nil {
 			refusals = append(refusals, err.Error())
-			time.Sleep(100 * time.Millisecond)
+			<-retry.C
 		}
 	}
 	if c == nil {
@@ -344,7 +354,16 @@ func TestFloodTwoDatagramsMakeNoSession(t *testing.T) {
 	if err := c.WriteRaw(attack.AppendOCR2(nil, false, 0, addr, 1400, c.GUID())); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// The NIC follows once the OCR2 is answered, so it meets the
+	// connection the OCR2 made.
+	select {
+	case b := <-c.Offline():
+		if len(b) == 0 || b[0] != attack.IDOpenConnectionReply2 {
+			t.Fatalf("OCR2 answered with % x, want OpenConnectionReply2", b)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("OCR2 not answered within 2 s")
+	}
 	if err := c.WriteRaw(nic(nil, c.Local(), addr, 0, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +472,7 @@ func TestFloodOneAddressCannotTakeEverySlot(t *testing.T) {
 	}
 	defer c.Close()
 	res := newEchoProbe(t, c).run(5, 5*time.Millisecond, nil)
-	if res.lost > 0 {
+	if res.Lost > 0 {
 		t.Errorf("echo: %v, want none lost", res)
 	}
 }

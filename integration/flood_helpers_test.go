@@ -2,12 +2,9 @@ package integration
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -30,8 +27,6 @@ const (
 	// generous too, for the same reason; the latencies are logged, and
 	// scripts/flood (attack junk) reports them as figures.
 	echoTimeout = 10 * time.Second
-	// echoSize is the size of the echo probes.
-	echoSize = 64
 	// serverConnections is MaxConnections of a server for 20 players
 	// (max_players plus 10%, at least 4 more).
 	serverConnections = 24
@@ -63,18 +58,7 @@ func echoListener(t *testing.T, lc raknet.ListenConfig) (*raknet.Listener, netip
 			if err != nil {
 				return
 			}
-			wg.Go(func() {
-				defer c.Close()
-				for {
-					b, err := c.ReadPacket()
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(b); err != nil {
-						return
-					}
-				}
-			})
+			wg.Go(func() { attack.Echo(c) })
 		}
 	})
 	// Registered after listen's Close, so it runs first: closing the
@@ -83,93 +67,22 @@ func echoListener(t *testing.T, lc raknet.ListenConfig) (*raknet.Listener, netip
 	return l, addrPort(l.Addr())
 }
 
-// echoProbe measures an honest client's round trips: it writes numbered
-// messages and reads their echoes on a goroutine of its own, since a
-// go-raknet connection has no read deadline.
-type echoProbe struct {
-	c       packetConn
-	replies chan uint32
-	next    uint32
-}
+// echoProbe is an attack.EchoProbe whose connection is closed, and whose
+// reader is waited for, when the test ends.
+type echoProbe struct{ *attack.EchoProbe }
 
-func newEchoProbe(t *testing.T, c packetConn) *echoProbe {
+func newEchoProbe(t *testing.T, c packetConn) echoProbe {
 	t.Helper()
-	p := &echoProbe{c: c, replies: make(chan uint32, 1024)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			b, err := c.ReadPacket()
-			if err != nil {
-				return
-			}
-			if len(b) >= 5 {
-				select {
-				case p.replies <- binary.BigEndian.Uint32(b[1:]):
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = c.Close(); <-done })
-	return p
-}
-
-// echoResult is what a run of echoes measured.
-type echoResult struct {
-	rtts []time.Duration // of the echoes that came back, sorted
-	lost int
-}
-
-func (r echoResult) quantile(q float64) time.Duration {
-	if len(r.rtts) == 0 {
-		return 0
-	}
-	return r.rtts[min(len(r.rtts)-1, int(q*float64(len(r.rtts))))]
-}
-
-func (r echoResult) String() string {
-	return fmt.Sprintf("%d echoes, %d lost, p50 %v, p99 %v, max %v", len(r.rtts)+r.lost, r.lost,
-		r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond), r.quantile(1).Round(10*time.Microsecond))
+	p := attack.NewEchoProbe(c)
+	t.Cleanup(func() { _ = c.Close(); <-p.Done() })
+	return echoProbe{p}
 }
 
 // run sends n echoes, one every interval, each waited for up to
 // echoTimeout, and stops early when stop is closed (nil: never).
-func (p *echoProbe) run(n int, interval time.Duration, stop <-chan struct{}) echoResult {
-	var r echoResult
-	for range n {
-		select {
-		case <-stop:
-			return r.sorted()
-		default:
-		}
-		i := p.next
-		p.next++
-		start := time.Now()
-		if _, err := p.c.Write(message(i, echoSize)); err != nil {
-			r.lost++
-			continue
-		}
-		deadline := time.After(echoTimeout)
-	wait:
-		for {
-			select {
-			case got := <-p.replies:
-				if got == i {
-					r.rtts = append(r.rtts, time.Since(start))
-					break wait
-				}
-			case <-deadline:
-				r.lost++
-				break wait
-			}
-		}
-		time.Sleep(interval)
-	}
-	return r.sorted()
+func (p echoProbe) run(n int, interval time.Duration, stop <-chan struct{}) attack.EchoResult {
+	return p.Run(n, interval, echoTimeout, stop)
 }
-
-func (r echoResult) sorted() echoResult { slices.Sort(r.rtts); return r }
 
 // goDialTimed dials addr with go-raknet within timeout and reports how
 // long it took.

@@ -296,12 +296,7 @@ func checkPeerClosed(t *testing.T, d time.Duration, err error) {
 // waitConnections polls l until it has want connections or timeout passes
 // and returns the last count.
 func waitConnections(l *raknet.Listener, want int, timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
-		n := l.Stats().Connections
-		if n == want || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	n := 0
+	eventually(timeout, func() bool { n = l.Stats().Connections; return n == want })
+	return n
 }

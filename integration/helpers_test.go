@@ -12,6 +12,33 @@ import (
 	"github.com/basaltmc/basalt/raknet"
 )
 
+// pollEvery is how often eventually looks again.
+const pollEvery = 5 * time.Millisecond
+
+// eventually reports whether cond holds within timeout, looking again
+// every pollEvery. It is for the state of a real server, process or
+// socket that offers no event to wait on; cond runs on the caller's
+// goroutine.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-poll.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
 // packetConn is what the tests need of a connection from either
 // implementation: *raknet.Conn and *goraknet.Conn both satisfy it.
 type packetConn interface {

@@ -144,10 +144,11 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 		{"message": "refused client protocol", "protocol": float64(older), "status": "LoginFailed_ClientOld", "raddr": nil},
 		{"message": "refused client protocol", "protocol": float64(newer), "status": "LoginFailed_ServerOld", "raddr": nil},
 	}
-	deadline := time.Now().Add(lobbyWait)
-	for {
-		b, err := os.ReadFile(uc.Log.File)
-		if err != nil {
+	var b []byte
+	var missing map[string]any
+	complete := func() bool {
+		var err error
+		if b, err = os.ReadFile(uc.Log.File); err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range bytes.Split(b, []byte("\n")) {
@@ -155,14 +156,11 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 				t.Fatalf("line names the player twice: %s", l)
 			}
 		}
-		missing := missingLines(b, want)
-		if missing == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log at info lacks a line with %v:\n%s", missing, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+		missing = missingLines(b, want)
+		return missing == nil
+	}
+	if !eventually(lobbyWait, complete) {
+		t.Fatalf("log at info lacks a line with %v:\n%s", missing, b)
 	}
 }
 

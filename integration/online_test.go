@@ -24,12 +24,8 @@ func onlineServer(t *testing.T, c server.Config) string {
 	t.Cleanup(is.Close)
 	c.Auth = is.Config()
 	srv, addr := bedrockServer(t, c)
-	deadline := time.Now().Add(bedrockTimeout)
-	for !srv.OnlineModeReady() {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not fetch the local issuer's keys")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(bedrockTimeout, srv.OnlineModeReady) {
+		t.Fatal("the server did not fetch the local issuer's keys")
 	}
 	return addr
 }

@@ -77,6 +77,9 @@ type Spoofer struct {
 	Linger time.Duration
 	// Seed seeds the shape's randomness.
 	Seed uint64
+	// Progress, if set, is added the datagrams sent as the flood goes, so
+	// that a caller can wait for it to be under way.
+	Progress *atomic.Int64
 }
 
 // Counts are datagrams and their UDP payload bytes.
@@ -262,6 +265,9 @@ func (s *Spoofer) send(ctx context.Context, p *ipv4.PacketConn, port uint16, sta
 			w, err := p.WriteBatch(msgs[done:n], 0)
 			for j := done; j < done+w; j++ {
 				r.Sent.add(len(bufs[j]))
+			}
+			if s.Progress != nil {
+				s.Progress.Add(int64(w))
 			}
 			done += w
 			if err != nil {

@@ -160,16 +160,26 @@ func recvExtra(c *net.UDPConn) [][]byte {
 	}
 }
 
-// eventually polls cond until it holds or waitTimeout passes.
+// eventually reports whether cond holds within waitTimeout, looking
+// again every millisecond: the proxy's counters offer no event to wait on.
 func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
+	if cond() {
+		return true
 	}
-	return true
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-poll.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
 }
 
 // wantStats waits for p's counters in direction d to equal want. Counters

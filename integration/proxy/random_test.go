@@ -192,7 +192,9 @@ func TestRandomLossEndToEnd(t *testing.T) {
 	for i := range n {
 		send(t, c, []byte{byte(i)})
 		if i%10 == 9 {
-			time.Sleep(time.Millisecond) // keep socket buffers shallow
+			// Keep socket buffers shallow: the proxy reads these ten
+			// before more are sent.
+			eventually(func() bool { return p.Stats(proxy.Incoming).Received == uint64(i+1) })
 		}
 	}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/attack"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
 )
@@ -33,18 +34,7 @@ func serve(kind string, maxConn int) error {
 				if err != nil {
 					return
 				}
-				go func() {
-					defer c.Close()
-					for {
-						b, err := c.ReadPacket()
-						if err != nil {
-							return
-						}
-						if _, err := c.Write(b); err != nil {
-							return
-						}
-					}
-				}()
+				go attack.Echo(c)
 			}
 		}()
 		addr, stop = l.Addr().String(), func() { _ = l.Close() }
