@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 
@@ -34,6 +35,33 @@ func (srv *Server) Kick(player, reason string) (int, error) {
 			n++
 			srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("reason", reason).Msg("kicked")
 		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("no player %q online", player)
+	}
+	return n, nil
+}
+
+// Transfer sends the players online whose name (in any case) or XUID is
+// player to the server at address, host:port, with a Transfer packet
+// (session.Session.Transfer), and reports how many. It returns an error
+// for a malformed address, and if none is online.
+func (srv *Server) Transfer(player, address string) (int, error) {
+	n := 0
+	for _, s := range srv.Sessions() {
+		id, ok := s.Identity()
+		if !ok || !(strings.EqualFold(id.DisplayName, player) || (id.XUID != "" && id.XUID == player)) {
+			continue
+		}
+		err := s.Transfer(address)
+		if errors.Is(err, net.ErrClosed) {
+			continue // leaving already
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+		srv.log.Info().Str("player", id.DisplayName).Str("xuid", id.XUID).Str("to", address).Msg("transferred")
 	}
 	if n == 0 {
 		return 0, fmt.Errorf("no player %q online", player)

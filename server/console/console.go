@@ -32,6 +32,7 @@ const consoleHelp = `commands (quote a name with spaces: kick "Major Nelson" gri
   list                                  the players online
   say <message>                         a line of chat to every player
   kick <player> [reason]                disconnect a player (name or XUID)
+  transfer <player> <host:port>         send a player to another server
   ban <player|xuid|ip|cidr> [<length>|forever [reason]]
                                         ban for a length such as 30m, 12h, 7d
                                         or 2w, or forever (the default), and
@@ -47,6 +48,7 @@ const consoleHelp = `commands (quote a name with spaces: kick "Major Nelson" gri
 const (
 	sayUsage       = "usage: say <message>"
 	kickUsage      = "usage: kick <player> [reason]"
+	transferUsage  = "usage: transfer <player> <host:port>"
 	banUsage       = "usage: ban <player|xuid|ip|cidr> [<length>|forever [reason]], a length such as 30m, 12h, 7d or 2w"
 	unbanUsage     = "usage: unban <player|xuid|ip|cidr>"
 	allowlistUsage = "usage: allowlist on|off|list|add <player|xuid>|remove <player|xuid>"
@@ -66,6 +68,9 @@ type Server interface {
 	// Kick disconnects the players online whose name or XUID is player,
 	// and reports how many.
 	Kick(player, reason string) (int, error)
+	// Transfer sends the players online whose name or XUID is player to
+	// the server at address, host:port, and reports how many.
+	Transfer(player, address string) (int, error)
 	// Ban adds b to the ban list and disconnects who it names.
 	Ban(b access.Ban) error
 	// Unban lifts the bans naming who and reports how many.
@@ -180,6 +185,16 @@ func execCommand(srv Server, line string) (reply string, stop bool, err error) {
 			return "", false, err
 		}
 		return fmt.Sprintf("kicked %d player(s) named %s", n, who), false, nil
+	case "transfer":
+		if len(args) != 2 {
+			return "", false, errors.New(transferUsage)
+		}
+		who, addr := args[0].text, args[1].text
+		n, err := srv.Transfer(who, addr)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("transferred %d player(s) named %s to %s", n, who, addr), false, nil
 	case "ban":
 		if len(args) == 0 {
 			return "", false, errors.New(banUsage)

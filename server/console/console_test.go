@@ -107,6 +107,10 @@ func (f *fakeServer) Kick(player, reason string) (int, error) {
 	}
 	return n, nil
 }
+func (f *fakeServer) Transfer(player, address string) (int, error) {
+	f.calls = append(f.calls, fmt.Sprintf("transfer %q %q", player, address))
+	return 1, nil
+}
 func (f *fakeServer) Ban(b access.Ban) error {
 	f.bans = append(f.bans, b)
 	f.calls = append(f.calls, fmt.Sprintf("ban %q %q %q %q", b.Name, b.XUID, b.IP, b.Reason))
@@ -152,6 +156,9 @@ func TestCommands(t *testing.T) {
 		{line: `kick Major nelson was rude`, err: true, reply: `quote a name with spaces`},
 		{line: `kick "Major Nelson`, err: true, reply: `no closing " in "Major Nelson`},
 		{line: `kick`, err: true, reply: kickUsage},
+		{line: `transfer Steve play.example.com:19132`, call: `transfer "Steve" "play.example.com:19132"`, reply: "transferred 1 player(s) named Steve to play.example.com:19132"},
+		{line: `transfer "Major Nelson" 10.0.0.2:19133`, call: `transfer "Major Nelson" "10.0.0.2:19133"`},
+		{line: `transfer Steve`, err: true, reply: transferUsage},
 		{line: `ban Bob 7days`, call: `ban "Bob" "" "" ""`, reply: "banned Bob until", ban: 7 * 24 * time.Hour},
 		{line: `ban Bob 7d griefing again`, call: `ban "Bob" "" "" "griefing again"`, ban: 7 * 24 * time.Hour},
 		{line: `ban Bob 12h`, call: `ban "Bob" "" "" ""`, ban: 12 * time.Hour},
