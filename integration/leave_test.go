@@ -54,13 +54,9 @@ func TestClientDisconnectEndsSessionOnBothTransports(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(leaveWithin)
-	for srv.PlayerCount() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d players %v after both left, want 0", srv.PlayerCount(), leaveWithin)
-		}
-		// PlayerCount drops when the session's goroutine has returned,
-		// just after it closed the connection.
-		time.Sleep(10 * time.Millisecond)
+	// PlayerCount drops when the session's goroutine has returned, just
+	// after it closed the connection.
+	if !eventually(leaveWithin, func() bool { return srv.PlayerCount() == 0 }) {
+		t.Fatalf("%d players %v after both left, want 0", srv.PlayerCount(), leaveWithin)
 	}
 }

@@ -618,14 +618,10 @@ func TestPrismarineClientPlays(t *testing.T) {
 				t.Fatal("the session did not end after the client left")
 			}
 			want := []map[string]any{{"message": "player left", "player": name, "reason": reason}}
-			deadline := time.Now().Add(jsLobbyWait)
-			for missingLines(logs.Bytes(), want) != nil {
-				if time.Now().After(deadline) {
-					t.Fatalf("no %v in the server's log:\n%s", want, logs.Bytes())
-				}
-				// The line follows HandleClose on the session's
-				// goroutine; a few polls see it.
-				time.Sleep(10 * time.Millisecond)
+			// The line follows HandleClose on the session's goroutine;
+			// a few polls see it.
+			if !eventually(jsLobbyWait, func() bool { return missingLines(logs.Bytes(), want) == nil }) {
+				t.Fatalf("no %v in the server's log:\n%s", want, logs.Bytes())
 			}
 		})
 	}
