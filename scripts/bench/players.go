@@ -170,6 +170,16 @@ func measurePlayers(cfg playersConfig, im playerImpl, t transport) playersResult
 		r.err = err
 		return r
 	}
+	if cfg.profileDir != "" {
+		path := filepath.Join(cfg.profileDir, fmt.Sprintf("players-%s-%s.goroutines", im, t))
+		if err := c.command("goroutines "+path, "goroutines "); err != nil {
+			fmt.Fprintf(cfg.log, "players: goroutines: %v\n", err)
+		}
+		path = filepath.Join(cfg.profileDir, fmt.Sprintf("players-%s-%s.heap", im, t))
+		if err := c.command("heapprofile "+path, "heapprofile "); err != nil {
+			fmt.Fprintf(cfg.log, "players: heap profile: %v\n", err)
+		}
+	}
 	n := float64(len(players))
 	r.cpu = ms(cpu) / wall.Seconds() / n
 	r.rssKiB = float64(rss-rss0) / 1024 / n
@@ -247,7 +257,7 @@ func cmdPlayers(args []string) error {
 	dialers := fs.Int("dialers", 4, "players joining at once")
 	ts := fs.String("transports", "raknet,nethernet", "comma-separated transports")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times")
-	profDir := fs.String("cpuprofile", "", "write each server's CPU profile over the window into this directory")
+	profDir := fs.String("cpuprofile", "", "write each server's CPU profile over the window, and its goroutines and live heap at the end, into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

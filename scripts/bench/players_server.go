@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -326,7 +327,9 @@ func (s *gtServer) Close() error {
 // cmdPlayerServer is `bench player-server`: a Bedrock server for the
 // players phase. It prints "listening ADDR" once it serves and answers
 // control commands on stdin until it closes: "stats" (goroutines and
-// players), "heap", "profile PATH" and "profile stop".
+// players), "heap", "profile PATH", "profile stop", "goroutines PATH"
+// (every goroutine's stack, grouped, written to PATH) and "heapprofile
+// PATH" (the live heap's profile after a collection).
 func cmdPlayerServer(args []string) error {
 	fs := flag.NewFlagSet("player-server", flag.ContinueOnError)
 	implFlag := fs.String("impl", "basalt", "basalt or gophertunnel")
@@ -376,6 +379,11 @@ func playerControl(r io.Reader, w io.Writer, s playerServer, prof *profiler) err
 		default:
 			if path, ok := strings.CutPrefix(cmd, "profile "); ok {
 				line = resultLine("profile", prof.start(path))
+			} else if path, ok := strings.CutPrefix(cmd, "goroutines "); ok {
+				line = resultLine("goroutines", writeProfile("goroutine", path, 1))
+			} else if path, ok := strings.CutPrefix(cmd, "heapprofile "); ok {
+				runtime.GC()
+				line = resultLine("heapprofile", writeProfile("heap", path, 0))
 			} else {
 				line = "error unknown command " + cmd
 			}
@@ -388,6 +396,19 @@ func playerControl(r io.Reader, w io.Writer, s playerServer, prof *profiler) err
 		return err
 	}
 	return nil
+}
+
+// writeProfile writes the named runtime/pprof profile to path.
+func writeProfile(name, path string, debug int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, debug); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // loopbackAPI is a WebRTC API whose ICE gathers loopback IPv4 candidates
