@@ -104,3 +104,38 @@ func TestREADMEProgramExitCode(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMEShape keeps the README a tutorial a newcomer reads from the
+// top: short (the manual lives in scripts/docs), the Quick start within its
+// first 100 lines, and one Ports and firewall section that names every
+// port a client needs, TCP 19132 for NetherNet among them.
+func TestREADMEShape(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 25<<10 {
+		t.Errorf("README.md is %d bytes, want at most 25 KiB: move reference material to scripts/docs", len(b))
+	}
+	lines := strings.Split(string(b), "\n")
+	quick := -1
+	for i, l := range lines {
+		if l == "## Quick start" {
+			quick = i + 1
+			break
+		}
+	}
+	if quick < 0 || quick > 100 {
+		t.Errorf("## Quick start is on line %d, want within the first 100", quick)
+	}
+	_, ports, ok := strings.Cut(string(b), "\n## Ports and firewall\n")
+	if !ok {
+		t.Fatal("README.md has no ## Ports and firewall section")
+	}
+	ports, _, _ = strings.Cut(ports, "\n## ")
+	for _, want := range []string{"| 19132 | UDP |", "| 19132 | TCP |", "| 19133 | UDP |", "| 7551 | UDP |", "ufw allow 19132/tcp"} {
+		if !strings.Contains(ports, want) {
+			t.Errorf("Ports and firewall lacks %q", want)
+		}
+	}
+}
