@@ -1,6 +1,7 @@
 package lobby
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -144,15 +145,22 @@ func (l *Lobby) Players() []string {
 
 // namesLocked returns the sorted names of the spawned players.
 func (l *Lobby) namesLocked() []string {
-	var names []string
+	// Each name is lowered once, not at every comparison: /list is
+	// answered often, and a sort compares n log n times.
+	type entry struct{ key, name string }
+	var es []entry
 	for p := range l.players {
 		if p.spawned.Load() {
-			names = append(names, p.name)
+			es = append(es, entry{strings.ToLower(p.name), p.name})
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		return strings.Compare(strings.ToLower(a), strings.ToLower(b))
+	slices.SortFunc(es, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.key, b.key), strings.Compare(a.name, b.name))
 	})
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.name
+	}
 	return names
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -725,5 +726,47 @@ func TestOperatorCommands(t *testing.T) {
 				t.Errorf("operator %v at %d: %v", op, p, err)
 			}
 		}
+	}
+}
+
+func TestPlayersSorted(t *testing.T) {
+	tests := []struct {
+		name       string
+		in, want   []string
+		notSpawned []string
+	}{
+		{"none", nil, []string{}, []string{"Alex"}},
+		{"case folded", []string{"Steve", "alex", "Zed", "bob"}, []string{"alex", "bob", "Steve", "Zed"}, nil},
+		{"same but for case", []string{"steve", "Steve", "STEVE"}, []string{"STEVE", "Steve", "steve"}, []string{"Alex"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := New(Config{})
+			for _, n := range tc.in {
+				p := &player{name: n}
+				p.spawned.Store(true)
+				l.players[p] = struct{}{}
+			}
+			for _, n := range tc.notSpawned {
+				l.players[&player{name: n}] = struct{}{}
+			}
+			if got := l.Players(); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkPlayers sorts the names of 60 players, as /list does.
+func BenchmarkPlayers(b *testing.B) {
+	l := New(Config{})
+	for i := range 60 {
+		p := &player{name: fmt.Sprintf("Player%04d", (i*37)%60)}
+		p.spawned.Store(true)
+		l.players[p] = struct{}{}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = l.Players()
 	}
 }
