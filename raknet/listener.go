@@ -81,9 +81,10 @@ const (
 	probeCredit = MinMTU - ipv6Overhead
 )
 
-// DefaultProtocolVersions are the RakNet protocol versions accepted unless
-// configured: 11 (Bedrock since 1.19.30) and 10.
-var DefaultProtocolVersions = []byte{11, 10}
+// DefaultProtocolVersions returns the RakNet protocol versions accepted
+// unless configured: 11 (Bedrock since 1.19.30) and 10. Each call returns
+// a new slice, so that no caller can change what another gets.
+func DefaultProtocolVersions() []byte { return []byte{11, 10} }
 
 // ListenConfig configures a Listener. The zero value is ready to use.
 type ListenConfig struct {
@@ -384,7 +385,7 @@ func (lc ListenConfig) Listen(address string) (*Listener, error) {
 		l.log.Warn().Int("sockets", lc.Sockets).Int("opened", len(pcs)).Msg("fewer sockets than configured: SO_REUSEPORT spreads datagrams only on Linux, over at most 64")
 	}
 	if len(l.cfg.ProtocolVersions) == 0 {
-		l.cfg.ProtocolVersions = DefaultProtocolVersions
+		l.cfg.ProtocolVersions = DefaultProtocolVersions()
 	}
 	l.cfg.ProtocolVersions = slices.Clone(l.cfg.ProtocolVersions)
 	if l.cfg.GUID == 0 {

@@ -157,11 +157,11 @@ func (uc UserConfig) Validate() error {
 	}
 	checkDuration(add, "raknet.timeout", r.Timeout, def.RakNet.Timeout, maxTimeout)
 	if len(r.ProtocolVersions) == 0 {
-		add("raknet.protocol_versions", "is empty; list at least one of %v", raknet.DefaultProtocolVersions)
+		add("raknet.protocol_versions", "is empty; list at least one of %v", raknet.DefaultProtocolVersions())
 	}
 	for i, v := range r.ProtocolVersions {
-		if v < 0 || v > math.MaxUint8 || !slices.Contains(raknet.DefaultProtocolVersions, byte(v)) {
-			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is not a RakNet version Bedrock clients speak; list only %v (11 since Minecraft 1.19.30, 10 before it and in PrismarineJS clients), or leave the key out", v, raknet.DefaultProtocolVersions)
+		if v < 0 || v > math.MaxUint8 || !slices.Contains(raknet.DefaultProtocolVersions(), byte(v)) {
+			add(fmt.Sprintf("raknet.protocol_versions[%d]", i), "%d is not a RakNet version Bedrock clients speak; list only %v (11 since Minecraft 1.19.30, 10 before it and in PrismarineJS clients), or leave the key out", v, raknet.DefaultProtocolVersions())
 		}
 	}
 	if r.MaxConnectionsPerIP < 0 {

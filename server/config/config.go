@@ -181,7 +181,7 @@ func DefaultUserConfig() UserConfig {
 	uc.RakNet.MaxMTU = raknet.DefaultMaxMTU
 	uc.RakNet.MaxConnections = 0
 	uc.RakNet.Timeout = raknet.DefaultTimeout.String()
-	for _, v := range raknet.DefaultProtocolVersions {
+	for _, v := range raknet.DefaultProtocolVersions() {
 		uc.RakNet.ProtocolVersions = append(uc.RakNet.ProtocolVersions, int(v))
 	}
 	uc.RakNet.MaxConnectionsPerIP = raknet.DefaultMaxConnectionsPerIP
