@@ -35,6 +35,14 @@
 // checks them (online mode); one it refuses gets Disconnect(NotAuthenticated,
 // NotSignedInMessage).
 //
+// A client's own Disconnect, in any phase, ends its session at once: the
+// player left, so nothing more is sent, and Run and HandleClose get a
+// *LeaveError with the client's reason. A packet a handler cannot read (a
+// newer client's, say) is not a reason to end a session: the handler
+// skips it with Session.Skip, which counts it in Stats.PacketsSkipped and
+// logs it at debug level, as package packets' Adapter does. Transfer sends
+// a player to another server.
+//
 // The session depends only on the small Conn interface, which raknet.Conn
 // satisfies, so another transport can carry it. With a zero Config a session
 // runs the gate (Gate): the client logs in and is disconnected with a
