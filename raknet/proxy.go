@@ -210,7 +210,7 @@ func (t *flowTable) remove(i int32) {
 // trusted prefixes are shared and never change, the flows are the
 // reader's. It is not safe for concurrent use.
 type proxyGate struct {
-	trusted []netip.Prefix
+	trusted trustedProxies
 	flows   *flowTable
 }
 
@@ -244,11 +244,8 @@ func newProxyGate(trusted []netip.Prefix, ttl time.Duration) (*proxyGate, error)
 		if !p.IsValid() {
 			return nil, fmt.Errorf("trusted proxy %v is not a valid prefix", p)
 		}
-		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-		}
-		g.trusted = append(g.trusted, p.Masked())
 	}
+	g.trusted = newTrustedProxies(trusted)
 	return g, nil
 }
 
@@ -259,15 +256,7 @@ func (g *proxyGate) withFlows(max int) *proxyGate {
 }
 
 // isTrusted reports whether a datagram from src may carry a PROXY header.
-func (g *proxyGate) isTrusted(src netip.Addr) bool {
-	src = src.Unmap()
-	for _, p := range g.trusted {
-		if p.Contains(src) {
-			return true
-		}
-	}
-	return false
-}
+func (g *proxyGate) isTrusted(src netip.Addr) bool { return g.trusted.contains(src) }
 
 // unwrap applies the rules to datagram b from src at now. For proxyDirect
 // it returns b and src as they are; for proxyClient, the client's

@@ -17,15 +17,21 @@ type trustedProxies []netip.Prefix
 func newTrustedProxies(trusted []netip.Prefix) trustedProxies {
 	var ps trustedProxies
 	for _, p := range trusted {
-		if !p.IsValid() {
-			continue
+		if p.IsValid() {
+			ps = append(ps, trustedPrefix(p))
 		}
-		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-		}
-		ps = append(ps, p.Masked())
 	}
 	return ps
+}
+
+// trustedPrefix returns the valid prefix p masked, as the IPv4 prefix it
+// maps if it is an IPv4-mapped IPv6 one, so that contains, which unmaps
+// the address it is asked about, matches either form.
+func trustedPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p.Masked()
 }
 
 // contains reports whether a is a trusted proxy's.
