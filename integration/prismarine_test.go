@@ -645,3 +645,73 @@ func (l *jsLog) Bytes() []byte {
 	defer l.mu.Unlock()
 	return bytes.Clone(l.b.Bytes())
 }
+
+// TestPrismarineREADMEProgram runs the README's handler example, built as
+// a user builds it, from a config.toml with only what a loopback test
+// needs (the client logs in offline), and joins bedrock-protocol's client
+// at every protocol the server knows: it spawns, opens its inventory,
+// swings and clicks (interact, animate, inventory_transaction) and stays,
+// as the counter's answer to its next chat line shows; then it leaves,
+// and the program's "player left" line gives the client's own reason.
+func TestPrismarineREADMEProgram(t *testing.T) {
+	node := needNode(t)
+	bin := buildREADMEProgram(t)
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "basalt.log")
+	addr := freeUDPPort(t)
+	config := fmt.Sprintf("[network]\naddress_v4 = %q\naddress_v6 = \"\"\nlan_discovery = false\nnethernet = false\n"+
+		"[server]\nonline_mode = false\n[log]\nformat = \"json\"\nfile = %q\n", addr, logFile)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), jsLobbyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("stderr: %s", stderr.Bytes())
+		}
+	})
+	readLog := func() []byte { b, _ := os.ReadFile(logFile); return b }
+	waitLog := func(want []map[string]any) {
+		t.Helper()
+		deadline := time.Now().Add(jsLobbyWait)
+		for missingLines(readLog(), want) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %v in the program's log:\n%s", want, readLog())
+			}
+			// The program writes its log file as it goes; a few polls
+			// see the line.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitLog([]map[string]any{{"message": "listening"}})
+	for _, p := range session.KnownProtocols() {
+		name := "Reader" + strconv.Itoa(int(p))
+		proc := startJS(t, node, addr, name, jsClients[2].argsAt(name, p)...)
+		proc.expect(t, "spawn", func(ev jsResult) bool { return ev.Event == "spawn" })
+		proc.expect(t, "the welcome", func(ev jsResult) bool { return ev.Event == "text" && strings.HasPrefix(ev.Message, "Welcome, "+name) })
+		for _, line := range []string{"!play", "hello"} {
+			if _, err := io.WriteString(proc.stdin, line+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proc.expect(t, "the count after playing", func(ev jsResult) bool {
+			return ev.Event == "text" && ev.Message == name+", that was message 1."
+		})
+		if _, err := io.WriteString(proc.stdin, "!leave\n"); err != nil {
+			t.Fatal(err)
+		}
+		proc.expect(t, "the leave", func(ev jsResult) bool { return ev.Event == "left" })
+		waitLog([]map[string]any{{"message": "player left", "player": name, "reason": "client left: Client leaving"}})
+	}
+}
