@@ -72,7 +72,7 @@ func (c *stallingConn) Write(b []byte) (int, error) {
 // TestLobbyLifecycleLogs runs the lobby through the server, with
 // config.toml's [log] defaults (level info) but JSON to a file, and checks
 // the info lines of each player lifecycle event: a player who joins and
-// who leaves (with why), one who stalls while joining (with the phase), and
+// who leaves (with the reason), one who stalls while joining (with the phase), and
 // a client at each side of the known protocols (with its protocol).
 func TestLobbyLifecycleLogs(t *testing.T) {
 	uc := config.DefaultUserConfig()
@@ -137,10 +137,9 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 	}
 
 	want := []map[string]any{
-		{"message": "player joined the lobby", "player": "Steve", "protocol": 2193.0},
-		{"message": "player left the lobby", "player": "Steve", "why": nil},
-		{"message": "player timed out while joining the lobby", "player": "Slow", "phase": "packs", "timeout": "500ms"},
-		{"message": "player left while joining the lobby", "player": "Slow", "why": "timed out while joining", "phase": "packs"},
+		{"message": "player joined", "player": "Steve", "protocol": 2193.0},
+		{"message": "player left the lobby", "player": "Steve", "reason": nil},
+		{"message": "player left while joining the lobby", "player": "Slow", "reason": "timed out while joining", "phase": "packs", "timeout": "500ms"},
 		{"message": "refused client protocol", "protocol": float64(older), "status": "LoginFailed_ClientOld", "raddr": nil},
 		{"message": "refused client protocol", "protocol": float64(newer), "status": "LoginFailed_ServerOld", "raddr": nil},
 	}

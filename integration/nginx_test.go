@@ -407,11 +407,12 @@ func join(t, keep *testing.T, front, name string, instances []*instance) player 
 	p := player{name: name, conn: conn}
 	local := conn.LocalAddr().String()
 	joined := func(m map[string]any) bool { return field("player", name)(m) && field("raddr", local)(m) }
-	// The lobby logs the join as the client spawns: wait a moment for it.
+	// The server logs the join as the player takes a slot, which may
+	// come a moment after the dial returns: wait for it.
 	deadline := time.Now().Add(nginxWait)
 	for p.on == nil && time.Now().Before(deadline) {
 		for _, in := range instances {
-			if i, _ := in.log.find("player joined the lobby", joined); i >= 0 {
+			if i, _ := in.log.find("player joined", joined); i >= 0 {
 				if p.on != nil {
 					t.Fatalf("%s (%s) joined both instances", name, local)
 				}

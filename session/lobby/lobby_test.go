@@ -594,7 +594,8 @@ func (b *syncBuffer) String() string {
 }
 
 // TestLifecycleLogs checks the info lines of a player who joins and leaves,
-// and of one who stalls while joining.
+// and of one who stalls while joining: one line per event, the reason in
+// reason= as the server's lines have it.
 func TestLifecycleLogs(t *testing.T) {
 	var out syncBuffer
 	log := zerolog.New(&out).Level(zerolog.InfoLevel)
@@ -614,10 +615,8 @@ func TestLifecycleLogs(t *testing.T) {
 	}
 	// The session's logger names the player; the lobby's lines add to it.
 	want := [][]string{
-		{`"player":"Steve"`, `"protocol":2193,"others":0,"message":"player joined the lobby"`},
-		{`"player":"Steve"`, `"why":"/leave","message":"player left the lobby"`},
-		{`"player":"Slow"`, `"phase":"stack","timeout":"200ms","message":"player timed out while joining the lobby"`},
-		{`"player":"Slow"`, `"why":"timed out while joining","phase":"stack","message":"player left while joining the lobby"`},
+		{`"player":"Steve"`, `"reason":"/leave","message":"player left the lobby"`},
+		{`"player":"Slow"`, `"reason":"timed out while joining","phase":"stack","timeout":"200ms","message":"player left while joining the lobby"`},
 	}
 	deadline := time.After(wait)
 	for {
@@ -638,6 +637,13 @@ func TestLifecycleLogs(t *testing.T) {
 			}
 		}
 		if missing == nil {
+			// One line per event: the server's "player joined" is the
+			// join's, and the leave line carries the timeout.
+			for _, gone := range []string{"player joined the lobby", "player timed out while joining the lobby"} {
+				if strings.Contains(out.String(), gone) {
+					t.Errorf("a %q line at info:\n%s", gone, out.String())
+				}
+			}
 			return
 		}
 		select {
@@ -695,7 +701,7 @@ func TestTransfer(t *testing.T) {
 	}
 	for {
 		changed := logs.changed()
-		if strings.Contains(logs.String(), `"why":"transferred to play.example.com:19133"`) {
+		if strings.Contains(logs.String(), `"reason":"transferred to play.example.com:19133"`) {
 			break
 		}
 		select {

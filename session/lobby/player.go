@@ -55,6 +55,8 @@ type player struct {
 	// why is the reason this side ended the session, for the log: /leave,
 	// the join deadline, shutdown. Nil when the session ended otherwise.
 	why atomic.Pointer[string]
+	// timedOut is the join deadline that ended the session, 0 if none.
+	timedOut atomic.Int64
 	// joinTimer ends a join that stalls; nil when there is no bound.
 	timerMu   sync.Mutex
 	joinTimer *time.Timer // guarded by timerMu
@@ -93,10 +95,10 @@ func (p *player) start() error {
 	if d := p.lobby.joinTimeout; d > 0 {
 		p.timerMu.Lock()
 		p.joinTimer = time.AfterFunc(d, func() {
-			ph := j.Phase()
+			// The leave line says it, with the phase and the timeout:
+			// one line per event.
+			p.timedOut.CompareAndSwap(0, int64(d))
 			p.leaving("timed out while joining")
-			p.s.Log().Info().Stringer("phase", ph).Stringer("timeout", d).
-				Msg("player timed out while joining the lobby")
 			_ = p.s.DisconnectWith(session.DisconnectReasonTimeout, joinTimeoutMessage)
 		})
 		p.timerMu.Unlock()
@@ -136,7 +138,8 @@ func (p *player) HandlePacket(_ *session.Session, pk packet.Packet) error {
 func (p *player) HandleSpawn(*session.Session) error {
 	p.stopTimer()
 	others := p.lobby.spawned(p)
-	p.s.Log().Info().Int32("protocol", p.s.Protocol()).Int("others", len(others)).
+	// At debug: the server's "player joined" is the join's info line.
+	p.s.Log().Debug().Int32("protocol", p.s.Protocol()).Int("others", len(others)).
 		Msg("player joined the lobby")
 	p.lobby.broadcast(others, systemText("§e"+p.name+" joined the lobby"))
 	greeting := strings.ReplaceAll(p.lobby.greeting, session.PlayerPlaceholder, p.name)
@@ -251,11 +254,15 @@ func (p *player) HandleClose(_ *session.Session, err error) {
 		} else if err != nil {
 			why = err.Error()
 		}
-		e.Str("why", why)
+		e.Str("reason", why) // the server's lines' name for it
 		if spawned {
 			e.Msg("player left the lobby")
 		} else {
-			e.Stringer("phase", p.join.Phase()).Msg("player left while joining the lobby")
+			e.Stringer("phase", p.join.Phase())
+			if d := time.Duration(p.timedOut.Load()); d > 0 {
+				e.Stringer("timeout", d)
+			}
+			e.Msg("player left while joining the lobby")
 		}
 	}
 	if announce {
