@@ -420,15 +420,16 @@ func (a *admission) connContext(parent context.Context, key connKey) (context.Co
 	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(parent, a.conf.timeout)
 	a.stats.halfOpen.Add(1)
-	if t != nil {
-		a.mu.Lock()
-		if t.evicted || t.state == ticketDone {
-			cancel()
-		} else {
-			t.cancel = cancel
-		}
-		a.mu.Unlock()
+	a.mu.Lock()
+	switch {
+	case t == nil || t.evicted || t.state == ticketDone:
+		// Not admitted, or no longer: an answer that came after its
+		// request gave up, say. Nothing is held for it.
+		cancel()
+	default:
+		t.cancel = cancel
 	}
+	a.mu.Unlock()
 	var once sync.Once
 	return ctx, func() {
 		once.Do(func() {

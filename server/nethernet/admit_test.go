@@ -355,3 +355,17 @@ func FuzzSTUNBindingUfrag(f *testing.F) {
 		_ = stunIntegrityValid(b, "p")
 	})
 }
+
+// A peer connection with no admitted negotiation behind it (its request
+// gave up before the answer came) is torn down at once.
+func TestAdmissionUnknownPeerTornDown(t *testing.T) {
+	a, st := testAdmission()
+	ctx, done := a.connContext(context.Background(), connKey{"1", 99})
+	defer done()
+	if ctx.Err() == nil {
+		t.Error("a peer of no admitted negotiation was let start")
+	}
+	if _, _, all := a.heldBy(netip.MustParseAddr("192.0.2.1")); all != 0 || st.inFlight.Load() != 0 {
+		t.Errorf("%d held", all)
+	}
+}
