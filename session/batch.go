@@ -30,6 +30,11 @@ const (
 	// maxRetainedBuffer is the largest buffer a codec keeps between batches;
 	// a bigger one is dropped after use so an idle session holds little.
 	maxRetainedBuffer = 1 << 20
+	// maxRetainedInflateBuffer is the largest decompression buffer a
+	// batchDecoder keeps: a client's batches in play are small, and the
+	// one that inflates to tens of KiB (the Login, with its skin) would
+	// otherwise stay allocated for the whole session.
+	maxRetainedInflateBuffer = 16 << 10
 )
 
 // Caps on the decompressed size of an incoming batch, unless Config says
@@ -217,7 +222,7 @@ func (d *batchDecoder) split(data []byte) ([]Packet, error) {
 func (d *batchDecoder) release() {
 	clear(d.packets)
 	d.packets = d.packets[:0]
-	if cap(d.buf) > maxRetainedBuffer {
+	if cap(d.buf) > maxRetainedInflateBuffer {
 		d.buf = nil
 	}
 }

@@ -392,6 +392,42 @@ func TestDecodeBatchPayloadCapacity(t *testing.T) {
 	}
 }
 
+// TestDecodeReleaseDropsLargeBuffer checks a decoder keeps its
+// decompression buffer between batches of play, but not one a large batch
+// (a Login) grew, which would stay allocated for the whole session.
+func TestDecodeReleaseDropsLargeBuffer(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+		kept bool
+	}{
+		{"tick", 100, true},
+		{"chat", 8 << 10, true},
+		{"login", 48 << 10, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := make([]byte, tc.size)
+			for i := range payload {
+				payload[i] = byte(i * 7)
+			}
+			b := clientBatch(t, deflated, Packet{ID: 1, Payload: payload})
+			d := batchDecoder{maxSize: DefaultMaxDecompressedSize, compressed: true}
+			pks, err := d.decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pks) != 1 || !bytes.Equal(pks[0].Payload, payload) {
+				t.Fatalf("got %d packets, want the one sent", len(pks))
+			}
+			d.release()
+			if kept := d.buf != nil; kept != tc.kept {
+				t.Errorf("got buffer kept %v (cap %d), want %v", kept, cap(d.buf), tc.kept)
+			}
+		})
+	}
+}
+
 // TestBatchSteadyStateAllocs checks decoding and encoding a DEFLATE batch
 // allocate nothing once the codec's buffers and the flate pools are warm.
 func TestBatchSteadyStateAllocs(t *testing.T) {
