@@ -50,6 +50,7 @@ func addSessionStats(t *session.Stats, st session.Stats) {
 	t.BytesIn += st.BytesIn
 	t.BytesOut += st.BytesOut
 	t.WireBytesIn += st.WireBytesIn
+	t.PacketsSkipped += st.PacketsSkipped
 }
 
 // countErrors wraps newHandler to count in n the errors it, and each
@@ -117,6 +118,7 @@ type collector struct {
 	handlerErrors, handlerPanics                         *prometheus.Desc
 	batchesIn, batchesOut, packetsIn, packetsOut         *prometheus.Desc
 	sessionBytesIn, sessionBytesOut, sessionWireBytesIn  *prometheus.Desc
+	packetsSkipped                                       *prometheus.Desc
 
 	transport transportMetrics
 }
@@ -169,6 +171,7 @@ func (srv *Server) Collector() prometheus.Collector {
 		sessionBytesIn:     metricDesc("session_received_bytes_total", "Bytes of the batches sessions read, decrypted and decompressed."),
 		sessionWireBytesIn: metricDesc("session_received_wire_bytes_total", "Bytes of the batches sessions read, as read (those that did not decode included)."),
 		sessionBytesOut:    metricDesc("session_sent_bytes_total", "Bytes of the batches sessions wrote, compressed and encrypted."),
+		packetsSkipped:     metricDesc("session_packets_skipped_total", "Packets handlers skipped because they could not read them (an unknown ID, a layout they cannot decode)."),
 	}
 }
 
@@ -183,7 +186,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.sessions, c.players, c.maxPlayers, c.ended, c.sessionRefused, c.loginsRefused,
 		c.handlerErrors, c.handlerPanics,
 		c.batchesIn, c.batchesOut, c.packetsIn, c.packetsOut,
-		c.sessionBytesIn, c.sessionBytesOut, c.sessionWireBytesIn,
+		c.sessionBytesIn, c.sessionBytesOut, c.sessionWireBytesIn, c.packetsSkipped,
 	} {
 		ch <- d
 	}
@@ -237,6 +240,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	count(c.sessionBytesIn, totals.BytesIn)
 	count(c.sessionWireBytesIn, totals.WireBytesIn)
 	count(c.sessionBytesOut, totals.BytesOut)
+	count(c.packetsSkipped, totals.PacketsSkipped)
 	c.transport.collect(ch, srv)
 }
 

@@ -127,6 +127,7 @@ var metricNames = []string{
 	"basalt_session_batches_received_total", "basalt_session_batches_sent_total",
 	"basalt_session_packets_received_total", "basalt_session_packets_sent_total",
 	"basalt_session_received_bytes_total", "basalt_session_received_wire_bytes_total", "basalt_session_sent_bytes_total",
+	"basalt_session_packets_skipped_total",
 	"basalt_transport_sessions", "basalt_transport_players",
 	"basalt_build_info",
 }
