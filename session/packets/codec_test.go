@@ -207,6 +207,17 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(packet.IDLogin), []byte{0, 0, 8, 0x91, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(uint16(packet.IDInventoryTransaction), bytes.Repeat([]byte{0xff}, 32))
 	f.Add(uint16(packet.IDAnimate), []byte{1, 9, 0, 0, 0, 0, 0, 0})
+	// What 2225 changed, encoded at 2225.
+	for _, pk := range []packet.Packet{
+		&packet.InventoryTransaction{TransactionData: &protocol.UseItemOnEntityTransactionData{TargetEntityRuntimeID: 1}},
+		&packet.InventoryTransaction{TransactionData: &protocol.ReleaseItemTransactionData{HotBarSlot: 1}},
+		&packet.ItemStackRequest{Requests: []protocol.ItemStackRequest{{Actions: []protocol.StackRequestAction{
+			&CraftReservedStackRequestAction{ReservedID: "x"}, &protocol.CraftNonImplementedStackRequestAction{},
+		}}}},
+		&packet.ServerBoundDiagnostics{EntityDiagnostics: []protocol.EntityDiagnosticTimingInfo{{Dimension: "d"}}},
+	} {
+		f.Add(uint16(pk.ID()), encode(f, Codec{Protocol: 2225}, pk))
+	}
 	f.Fuzz(func(t *testing.T, id uint16, payload []byte) {
 		p := session.Packet{ID: uint32(id) & 0x3ff, Payload: payload}
 		// Every protocol, the deltas' readers too.
