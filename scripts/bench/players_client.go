@@ -34,13 +34,17 @@ const (
 	joinTimeout = 15 * time.Second
 )
 
-// playerAddr is player i's source address: 127.0.x.y, one per player, as
-// players on the internet come from addresses of their own. The server's
-// per-address limits (handshakes, connections, NetherNet offers) then
-// see one player each.
+// playerAddr is player i's source address: 127.0.x.y, one per player and
+// consecutive players in different /24s, as players on the internet come
+// from addresses of their own. The server's per-address and per-prefix
+// limits (handshakes, connections, NetherNet offers) then see one player
+// each, or a few per /24 past playerPrefixes players.
 func playerAddr(i int) netip.Addr {
-	return netip.AddrFrom4([4]byte{127, 0, byte(10 + i/250), byte(1 + i%250)})
+	return netip.AddrFrom4([4]byte{127, 0, byte(10 + i%playerPrefixes), byte(1 + i/playerPrefixes)})
 }
+
+// playerPrefixes is how many /24s the players' addresses spread over.
+const playerPrefixes = 240
 
 // rakNetFrom is gophertunnel's RakNet network (go-raknet's dialer)
 // dialling from the address local.

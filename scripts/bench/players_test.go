@@ -78,7 +78,7 @@ func TestPlayerAddr(t *testing.T) {
 	tests := []struct {
 		i    int
 		want string
-	}{{0, "127.0.10.1"}, {249, "127.0.10.250"}, {250, "127.0.11.1"}, {1999, "127.0.17.250"}}
+	}{{0, "127.0.10.1"}, {1, "127.0.11.1"}, {239, "127.0.249.1"}, {240, "127.0.10.2"}, {1999, "127.0.89.9"}}
 	seen := make(map[netip.Addr]bool)
 	for _, tc := range tests {
 		a := playerAddr(tc.i)
