@@ -7,7 +7,10 @@ import "sync/atomic"
 // PROXY gates refused. Each count is one atomic add on the path it
 // measures, taking no lock, so the readers of every socket and every
 // connection count into one set. A dialer's endpoint has a set of its own
-// that nobody reads.
+// that nobody reads. With several sockets their readers share the set's
+// cache lines; BenchmarkCountersPong isolates that cost and
+// BenchmarkListenerPongsSockets shows it against a pong's, which is why
+// the set is not split per reader.
 type counters struct {
 	// The listener's answers and refusals (see ListenerStats).
 	pings, handshakes, accepted, refused, dropped, queryAnswered atomic.Uint64
