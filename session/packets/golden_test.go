@@ -204,6 +204,34 @@ func goldenPackets() []struct {
 				},
 			},
 		}},
+		// Unchanged in layout: 2225 added enum values (a level event,
+		// container slot types 68–71) or made a u8 enum a varint that
+		// writes the same bytes for every value (CameraInstruction's
+		// ease type).
+		{"level_event", &packet.LevelEvent{EventType: packet.LevelEventStartRaining, Position: mgl32.Vec3{1, 2, 3}, EventData: 5}},
+		{"inventory_slot", &packet.InventorySlot{
+			Slot:      3,
+			Container: protocol.Option(protocol.FullContainerName{ContainerID: 12, DynamicContainerID: protocol.Option(uint32(4))}),
+			NewItem:   protocol.ItemInstance{Stack: protocol.ItemStack{CanBePlacedOn: []string{}, CanBreak: []string{}}},
+		}},
+		{"inventory_content", &packet.InventoryContent{
+			WindowID:    1,
+			Content:     []protocol.ItemInstance{{Stack: protocol.ItemStack{CanBePlacedOn: []string{}, CanBreak: []string{}}}},
+			Container:   protocol.FullContainerName{ContainerID: 12},
+			StorageItem: protocol.ItemInstance{Stack: protocol.ItemStack{CanBePlacedOn: []string{}, CanBreak: []string{}}},
+		}},
+		{"item_stack_response", &packet.ItemStackResponse{Responses: []protocol.ItemStackResponse{{
+			RequestID: -1,
+			ContainerInfo: []protocol.StackResponseContainerInfo{{
+				Container: protocol.FullContainerName{ContainerID: 12},
+				SlotInfo:  []protocol.StackResponseSlotInfo{{Slot: 1, HotbarSlot: 1, Count: 2, StackNetworkID: 5}},
+			}},
+		}}}},
+		{"container_registry_cleanup", &packet.ContainerRegistryCleanup{RemovedContainers: []protocol.FullContainerName{{ContainerID: 12}}}},
+		{"camera_instruction", &packet.CameraInstruction{Set: protocol.Option(protocol.CameraInstructionSet{
+			Preset: 1,
+			Ease:   protocol.Option(protocol.CameraEase{Type: 3, Duration: 1.5}),
+		})}},
 		// Unchanged.
 		{"text", &packet.Text{TextType: packet.TextTypeRaw, Message: "hello"}},
 		{"disconnect", &packet.Disconnect{Reason: 150, Message: "bye"}},
