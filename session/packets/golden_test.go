@@ -469,3 +469,43 @@ func TestStackActions2225(t *testing.T) {
 func sessionPacket(id uint32, payload []byte) session.Packet {
 	return session.Packet{ID: id, Payload: payload}
 }
+
+// TestEveryChangeHasAGoldenCase runs testdata/diff.js on each step of
+// golden.js's versions and checks that every packet whose layout the step
+// changed has a golden case, so a delta cannot leave one untested.
+func TestEveryChangeHasAGoldenCase(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(jsModules, "minecraft-data")); err != nil {
+		t.Skip("integration/js's packages are not installed: npm ci --prefix integration/js")
+	}
+	cases := map[string]bool{}
+	for _, c := range goldenPackets() {
+		cases[c.name] = true
+	}
+	modules, _ := filepath.Abs(jsModules)
+	for _, step := range [][2]string{{"1.26.51", "1.26.60"}} {
+		out, err := exec.Command(node, "testdata/diff.js", modules, step[0], step[1]).Output()
+		if err != nil {
+			t.Fatalf("diff.js %s %s: %v", step[0], step[1], err)
+		}
+		var diff struct {
+			Changed []struct {
+				Name string `json:"name"`
+			} `json:"changed"`
+		}
+		if err := json.Unmarshal(out, &diff); err != nil {
+			t.Fatal(err)
+		}
+		if len(diff.Changed) == 0 {
+			t.Fatalf("diff.js %s %s lists no changed packet", step[0], step[1])
+		}
+		for _, c := range diff.Changed {
+			if !cases[c.Name] {
+				t.Errorf("%s changed from %s to %s and has no golden case", c.Name, step[0], step[1])
+			}
+		}
+	}
+}
