@@ -27,7 +27,7 @@ const bedrockTimeout = 10 * time.Second
 // authentication service.
 func bedrockServer(t *testing.T, c server.Config) (*server.Server, string) {
 	t.Helper()
-	c.AddressV4 = "127.0.0.1:0"
+	c.Network.AddressV4 = "127.0.0.1:0"
 	if c.Auth.DiscoveryURL == "" {
 		c.AuthenticationDisabled = true
 	}
@@ -107,8 +107,10 @@ func TestBedrockProtocolMismatch(t *testing.T) {
 		t.Fatalf("gophertunnel speaks %d, this test assumes one of %v", minecraft.DefaultProtocol.ID(), session.KnownProtocols())
 	}
 	_, addr := bedrockServer(t, server.Config{
-		Protocol:          2169,
-		Version:           "1.26.45",
+		Status: server.StatusConfig{
+			Protocol: 2169,
+			Version:  "1.26.45",
+		},
 		AcceptedProtocols: []int32{2169},
 	})
 	err := bedrockDial(t, addr, "Alex")
@@ -141,9 +143,11 @@ func bedrockStatus(t *testing.T, addr string) (minecraft.ServerStatus, string) {
 
 func TestBedrockPingShowsStatus(t *testing.T) {
 	srv, addr := bedrockServer(t, server.Config{
-		Name:       "Basalt integration",
-		LevelName:  "Test level",
-		MaxPlayers: 3,
+		Status: server.StatusConfig{
+			Name:       "Basalt integration",
+			LevelName:  "Test level",
+			MaxPlayers: 3,
+		},
 		NewHandler: holdLogin,
 	})
 	st, pong := bedrockStatus(t, addr)

@@ -96,8 +96,8 @@ func TestLobbyLifecycleLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.LobbyJoinTimeout = 500 * time.Millisecond
-	c.ShutdownTimeout = jsShutdownTimeout
+	c.Lobby.JoinTimeout = 500 * time.Millisecond
+	c.Shutdown.Timeout = jsShutdownTimeout
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

@@ -58,9 +58,9 @@ func attackServer(t *testing.T, lan bool) (*server.Server, string) {
 	}
 	c.AuthenticationDisabled = true
 	if lan {
-		c.LANDiscovery = true
-		c.LANAddressV4 = "127.0.0.1:0"
-		c.NetherNetLANAddress = "127.0.0.1:0"
+		c.Network.LANDiscovery = true
+		c.Network.LANAddressV4 = "127.0.0.1:0"
+		c.NetherNet.LANAddress = "127.0.0.1:0"
 	}
 	srv := c.New()
 	if err := srv.Listen(); err != nil {

@@ -45,7 +45,7 @@ func netherNetServer(t *testing.T, handler string) (*server.Server, string, stri
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	if !c.NetherNet {
+	if !c.NetherNet.Enabled {
 		t.Fatal("network.nethernet is off by default")
 	}
 	c.AuthenticationDisabled = true // gophertunnel's offline clients

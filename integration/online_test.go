@@ -10,6 +10,7 @@ import (
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/auth/authtest"
@@ -67,7 +68,7 @@ func TestOnlineModeRefusesPrismarineOffline(t *testing.T) {
 	c := jsClients[2] // raknet-native, the C++ RakNet
 	for _, online := range []bool{true, false} {
 		t.Run(map[bool]string{true: "online", false: "offline"}[online], func(t *testing.T) {
-			conf := server.Config{DisconnectMessage: gate, ShutdownTimeout: jsShutdownTimeout}
+			conf := server.Config{DisconnectMessage: gate, Shutdown: server.ShutdownConfig{Timeout: jsShutdownTimeout}}
 			var addr string
 			if online {
 				addr = onlineServer(t, conf)
@@ -95,9 +96,13 @@ func TestIPBanThroughProxyProtocol(t *testing.T) {
 	srv, _ := bedrockServer(t, server.Config{
 		DisconnectMessage:  gate,
 		EncryptionDisabled: true,
-		ProxyProtocol:      true,
-		TrustedProxies:     []netip.Prefix{netip.PrefixFrom(proxyIP, 32)},
-		Bans:               []server.Ban{{IP: "198.51.100.0/24", Reason: "abuse"}},
+		Network: server.NetworkConfig{
+			ProxyProtocol:  true,
+			TrustedProxies: []netip.Prefix{netip.PrefixFrom(proxyIP, 32)},
+		},
+		Access: access.Config{
+			Bans: []server.Ban{{IP: "198.51.100.0/24", Reason: "abuse"}},
+		},
 	})
 	banned := netip.MustParseAddr("198.51.100.7")
 	free := netip.MustParseAddr("203.0.113.9")

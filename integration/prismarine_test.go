@@ -263,7 +263,7 @@ func TestPrismarineClientGetsDisconnectMessage(t *testing.T) {
 		t.Run(fmt.Sprintf("%s at %d", c.name, tc.protocol), func(t *testing.T) {
 			t.Parallel()
 			name := "Steve" + strconv.Itoa(i)
-			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout, EncryptionDisabled: true})
+			_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Shutdown: server.ShutdownConfig{Timeout: jsShutdownTimeout}, EncryptionDisabled: true})
 			var h handshakeLog
 			res := runJS(t, node, proxied(t, addr, &h), c.argsAt(name, tc.protocol)...)
 			t.Logf("%s: %+v", c.name, res)
@@ -283,7 +283,7 @@ func TestPrismarineClientEncrypted(t *testing.T) {
 	t.Parallel()
 	const msg = "Encrypted hello, {player}."
 	c := jsClients[2] // raknet-native, the C++ RakNet
-	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, ShutdownTimeout: jsShutdownTimeout})
+	_, addr := bedrockServer(t, server.Config{DisconnectMessage: msg, Shutdown: server.ShutdownConfig{Timeout: jsShutdownTimeout}})
 	res := runJS(t, node, addr, c.args("Alex")...)
 	t.Logf("%s: %+v", c.name, res)
 	if want := "Encrypted hello, Alex."; res.Event != "kick" || res.Message != want {
@@ -351,7 +351,7 @@ func TestPrismarineProtocol10ClientOnServerWithout10(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.c.name, func(t *testing.T) {
 			t.Parallel()
-			_, addr := bedrockServer(t, server.Config{RakNetProtocols: []byte{11}, ShutdownTimeout: jsShutdownTimeout, EncryptionDisabled: true})
+			_, addr := bedrockServer(t, server.Config{RakNet: server.RakNetConfig{ProtocolVersions: []byte{11}}, Shutdown: server.ShutdownConfig{Timeout: jsShutdownTimeout}, EncryptionDisabled: true})
 			var h handshakeLog
 			res := runJS(t, node, proxied(t, addr, &h), append(tc.c.args("Alex"), "--timeout="+jsConnectTimeout)...)
 			t.Logf("%s: %+v", tc.c.name, res)
@@ -477,7 +477,7 @@ func TestPrismarineLobby(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.ShutdownTimeout = jsShutdownTimeout
+	c.Shutdown.Timeout = jsShutdownTimeout
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -585,8 +585,10 @@ func TestPrismarineClientPlays(t *testing.T) {
 			log := zerolog.New(&logs).Level(zerolog.InfoLevel)
 			closed := make(chan error, 1)
 			_, addr := bedrockServer(t, server.Config{
-				Log:                &log,
-				ShutdownTimeout:    jsShutdownTimeout,
+				Log: &log,
+				Shutdown: server.ShutdownConfig{
+					Timeout: jsShutdownTimeout,
+				},
 				EncryptionDisabled: true,
 				NewHandler: (&sessionjoin.World{
 					GameData: sessionjoin.GameData{PlayerGameMode: packet.GameTypeSpectator, PlayerPosition: mgl32.Vec3{0.5, 65.62, 0.5}},

@@ -10,14 +10,20 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth/authtest"
 	"github.com/rs/zerolog"
 )
 
 func TestAllowlist(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, Allowlist: true,
-		AllowlistEntries: []AllowlistEntry{{Name: "Steve"}, {XUID: "2535400000000009"}}})
+	srv := startServer(t, Config{
+		NewHandler: newHold,
+		Access: access.Config{
+			Allowlist:        true,
+			AllowlistEntries: []AllowlistEntry{{Name: "Steve"}, {XUID: "2535400000000009"}},
+		},
+	})
 	addr := gameAddr(t, srv)
 	c := dial(t, addr, raknet.Dialer{})
 	c.login("steve")
@@ -45,7 +51,7 @@ func TestAllowlist(t *testing.T) {
 }
 
 func TestSetAllowlistDisconnects(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, AllowlistEntries: []AllowlistEntry{{Name: "Steve"}}})
+	srv := startServer(t, Config{NewHandler: newHold, Access: access.Config{AllowlistEntries: []AllowlistEntry{{Name: "Steve"}}}})
 	if srv.AllowlistEnabled() {
 		t.Fatal("allowlist on")
 	}
@@ -70,7 +76,7 @@ func TestSetAllowlistDisconnects(t *testing.T) {
 func TestBanDisconnectsAndPersists(t *testing.T) {
 	dir := t.TempDir()
 	bans := filepath.Join(dir, "bans.json")
-	srv := startServer(t, Config{NewHandler: newHold, BansFile: bans})
+	srv := startServer(t, Config{NewHandler: newHold, Access: access.Config{BansFile: bans}})
 	addr := gameAddr(t, srv)
 	steve, alex := dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})
 	steve.login("Steve")
@@ -107,7 +113,7 @@ func TestBanDisconnectsAndPersists(t *testing.T) {
 
 func TestBanExpiryShown(t *testing.T) {
 	until := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
-	srv := startServer(t, Config{NewHandler: newHold, Bans: []Ban{{IP: "127.0.0.0/8", Expires: until}}})
+	srv := startServer(t, Config{NewHandler: newHold, Access: access.Config{Bans: []Ban{{IP: "127.0.0.0/8", Expires: until}}}})
 	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
 	c.sendLogin("Steve")
 	c.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage+" Until 2030-01-02 03:04 UTC.")
@@ -122,8 +128,15 @@ func TestAccessFilesReload(t *testing.T) {
 	if err := os.WriteFile(allow, []byte(`[{"name":"Steve","ignoresPlayerLimit":false}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, Config{NewHandler: newHold, Allowlist: true, AllowlistFile: allow, BansFile: bans,
-		AccessPollInterval: 10 * time.Millisecond})
+	srv := startServer(t, Config{
+		NewHandler: newHold,
+		Access: access.Config{
+			Allowlist:     true,
+			AllowlistFile: allow,
+			BansFile:      bans,
+			PollInterval:  10 * time.Millisecond,
+		},
+	})
 	if _, err := os.Stat(bans); err != nil {
 		t.Fatalf("the missing bans file was not created: %v", err)
 	}
@@ -174,7 +187,7 @@ func TestAccessFileBrokenAtStart(t *testing.T) {
 	if err := os.WriteFile(allow, []byte(`{"not":"a list"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := Config{AddressV4: "127.0.0.1:0", AuthenticationDisabled: true, Allowlist: true, AllowlistFile: allow}.New()
+	srv := Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0"}, AuthenticationDisabled: true, Access: access.Config{Allowlist: true, AllowlistFile: allow}}.New()
 	defer srv.Close()
 	if err := srv.Listen(); err == nil || !strings.Contains(err.Error(), "allowlist") {
 		t.Fatalf("got %v, want an error naming the allowlist", err)
@@ -191,7 +204,7 @@ func TestAllowlistLearnsXUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := onlineConfig(is)
-	c.Allowlist, c.AllowlistFile = true, allow
+	c.Access.Allowlist, c.Access.AllowlistFile = true, allow
 	srv := startOnline(t, c)
 	addr := gameAddr(t, srv)
 	cl := dial(t, addr, raknet.Dialer{})
@@ -212,7 +225,7 @@ func TestAllowlistOfflineWarning(t *testing.T) {
 	for _, online := range []bool{false, true} {
 		var sink syncBuffer
 		log := zerolog.New(&sink)
-		c := Config{Log: &log, Allowlist: true}
+		c := Config{Log: &log, Access: access.Config{Allowlist: true}}
 		if online {
 			is := authtest.NewIssuer()
 			defer is.Close()

@@ -22,8 +22,17 @@ func TestDrainLogOnlyWithGrace(t *testing.T) {
 	} {
 		var sink syncBuffer
 		log := zerolog.New(&sink).Level(zerolog.InfoLevel)
-		srv := Config{Log: &log, AddressV4: "127.0.0.1:0", AuthenticationDisabled: true, ShutdownGrace: tc.grace,
-			NewHandler: newHold}.New()
+		srv := Config{
+			Log: &log,
+			Network: NetworkConfig{
+				AddressV4: "127.0.0.1:0",
+			},
+			AuthenticationDisabled: true,
+			Shutdown: ShutdownConfig{
+				Grace: tc.grace,
+			},
+			NewHandler: newHold,
+		}.New()
 		if err := srv.Listen(); err != nil {
 			t.Fatal(err)
 		}

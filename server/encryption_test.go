@@ -30,8 +30,14 @@ func TestZeroConfigEncrypts(t *testing.T) {
 			// Offline mode only because online mode would ask the real
 			// authentication service for its keys; encryption is left
 			// as the zero value has it.
-			srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", NewHandler: newCounter,
-				EncryptionDisabled: tc.disabled}.New()
+			srv := server.Config{
+				AuthenticationDisabled: true,
+				Network: server.NetworkConfig{
+					AddressV4: "127.0.0.1:0",
+				},
+				NewHandler:         newCounter,
+				EncryptionDisabled: tc.disabled,
+			}.New()
 			if err := srv.Listen(); err != nil {
 				t.Fatal(err)
 			}

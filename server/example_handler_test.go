@@ -16,7 +16,7 @@ import (
 // spawns in a world of their own, and their own count of what they said
 // comes back to them alone, from the state in their handler.
 func TestExampleHandler(t *testing.T) {
-	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", NewHandler: newCounter}.New()
+	srv := server.Config{AuthenticationDisabled: true, Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}, NewHandler: newCounter}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}

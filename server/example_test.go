@@ -101,7 +101,7 @@ func run(path string) error {
 // This example starts a server on a random loopback port and reads the
 // MOTD it advertises.
 func ExampleServer_Status() {
-	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", Name: "My server", MaxPlayers: 10}.New()
+	srv := server.Config{AuthenticationDisabled: true, Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}, Status: server.StatusConfig{Name: "My server", MaxPlayers: 10}}.New()
 	if err := srv.Listen(); err != nil {
 		fmt.Println(err)
 		return

@@ -39,9 +39,9 @@ func (srv *Server) Draining() bool { return srv.draining.Load() }
 // or until ctx ends: Ready turns false at once (/readyz answers 503, so
 // a balancer's health check moves new players elsewhere), players who
 // log in from now on are refused with RestartMessage, and the players in
-// are told with it (Config.OnDrain; the lobby says it in chat). Their
+// are told with it (Config.Shutdown.OnDrain; the lobby says it in chat). Their
 // sessions go on until Close, which Drain does not call: Run calls Drain
-// with Config.ShutdownGrace and then Close. The wait also ends when Close
+// with Config.Shutdown.Grace and then Close. The wait also ends when Close
 // begins. Calls after the first only wait.
 func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
 	grace = min(grace, MaxShutdownGrace)
@@ -57,8 +57,8 @@ func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
 		}
 		e.Int("players", players).Stringer("grace", max(grace, 0)).
 			Msg("draining: not ready, refusing new logins, telling the players")
-		if srv.conf.OnDrain != nil {
-			srv.conf.OnDrain(srv.conf.RestartMessage)
+		if srv.conf.Shutdown.OnDrain != nil {
+			srv.conf.Shutdown.OnDrain(srv.conf.Shutdown.RestartMessage)
 		}
 	}
 	if grace <= 0 {
@@ -80,5 +80,5 @@ func (srv *Server) refuseDraining(s *session.Session) error {
 		return nil
 	}
 	s.Log().Debug().Msg("draining; refusing login")
-	return &session.DisconnectError{Reason: session.DisconnectReasonShutdown, Message: srv.conf.RestartMessage}
+	return &session.DisconnectError{Reason: session.DisconnectReasonShutdown, Message: srv.conf.Shutdown.RestartMessage}
 }

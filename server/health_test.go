@@ -44,7 +44,7 @@ func checkHealth(t *testing.T, srv *Server, ready int, readyBody string) {
 // a player logging in is refused with the restart message, the player
 // already in stays and is told at Close with the shutdown message.
 func TestDrain(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, MetricsAddress: "127.0.0.1:0", ShutdownMessage: "Bye for now."})
+	srv := startServer(t, Config{NewHandler: newHold, Metrics: MetricsConfig{Address: "127.0.0.1:0"}, Shutdown: ShutdownConfig{Message: "Bye for now."}})
 	checkHealth(t, srv, http.StatusOK, "ready")
 	if !srv.Ready() || srv.Draining() {
 		t.Fatalf("Ready %v Draining %v, want true false", srv.Ready(), srv.Draining())
@@ -101,9 +101,18 @@ func TestDrain(t *testing.T) {
 func TestRunDrainsForShutdownGrace(t *testing.T) {
 	told := make(chan string, 1)
 	c := Config{
-		AddressV4: "127.0.0.1:0", MetricsAddress: "127.0.0.1:0", NewHandler: newHold,
-		ShutdownGrace: time.Minute, RestartMessage: "Back soon.",
-		OnDrain: func(msg string) { told <- msg },
+		Network: NetworkConfig{
+			AddressV4: "127.0.0.1:0",
+		},
+		Metrics: MetricsConfig{
+			Address: "127.0.0.1:0",
+		},
+		NewHandler: newHold,
+		Shutdown: ShutdownConfig{
+			Grace:          time.Minute,
+			RestartMessage: "Back soon.",
+			OnDrain:        func(msg string) { told <- msg },
+		},
 	}
 	offline(&c)
 	srv := c.New()
@@ -144,8 +153,8 @@ func TestRunDrainsForShutdownGrace(t *testing.T) {
 
 // A grace over the bound is cut to it; none drains without waiting.
 func TestDrainGraceBounds(t *testing.T) {
-	srv := startServer(t, Config{ShutdownGrace: time.Hour})
-	if got := srv.conf.ShutdownGrace; got != MaxShutdownGrace {
+	srv := startServer(t, Config{Shutdown: ShutdownConfig{Grace: time.Hour}})
+	if got := srv.conf.Shutdown.Grace; got != MaxShutdownGrace {
 		t.Errorf("ShutdownGrace %v, want it cut to %v", got, MaxShutdownGrace)
 	}
 	done := make(chan struct{})

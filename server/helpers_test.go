@@ -27,8 +27,8 @@ const testTimeout = 5 * time.Second
 // test reaches the real authentication service.
 func startServer(t *testing.T, c Config) *Server {
 	t.Helper()
-	if c.AddressV4 == "" && c.AddressV6 == "" {
-		c.AddressV4 = "127.0.0.1:0"
+	if c.Network.AddressV4 == "" && c.Network.AddressV6 == "" {
+		c.Network.AddressV4 = "127.0.0.1:0"
 	}
 	offline(&c)
 	srv := c.New()

@@ -16,7 +16,7 @@ import (
 func TestLifecycleLogs(t *testing.T) {
 	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.InfoLevel)
-	srv := startServer(t, Config{Log: &log, NewHandler: newHold, MaxPlayers: 1})
+	srv := startServer(t, Config{Log: &log, NewHandler: newHold, Status: StatusConfig{MaxPlayers: 1}})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})

@@ -20,7 +20,7 @@ func TestListenPortInUse(t *testing.T) {
 	}
 	defer pc.Close()
 	addr := pc.LocalAddr().String()
-	srv := Config{AddressV4: addr}.New()
+	srv := Config{Network: NetworkConfig{AddressV4: addr}}.New()
 	err = srv.Listen()
 	defer srv.Close()
 	if err == nil {

@@ -125,7 +125,7 @@ type collector struct {
 
 // Collector returns a prometheus.Collector of the server's metrics (see
 // README.md, "Metrics"), for a program that registers them on a registry
-// of its own; Config.MetricsAddress serves them without one. It may be
+// of its own; Config.Metrics.Address serves them without one. It may be
 // called at any time, and the collector is safe for concurrent use.
 func (srv *Server) Collector() prometheus.Collector {
 	l := "listener"
@@ -213,7 +213,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.sessions, len(sessions))
 	gauge(c.players, players)
-	gauge(c.maxPlayers, srv.conf.MaxPlayers)
+	gauge(c.maxPlayers, srv.conf.Status.MaxPlayers)
 	m := &srv.sessionCounts
 	count(c.ended, m.ended.Load())
 	count(c.handlerErrors, m.handlerErrors.Load())

@@ -9,16 +9,16 @@ import (
 )
 
 // listenMetrics starts the metrics HTTP server (package monitor) on
-// Config.MetricsAddress, if one is set. It runs with srv.mu held, from
+// Config.Metrics.Address, if one is set. It runs with srv.mu held, from
 // Listen.
 func (srv *Server) listenMetrics() error {
-	addr := srv.conf.MetricsAddress
+	addr := srv.conf.Metrics.Address
 	if addr == "" {
 		return nil
 	}
 	m, err := monitor.Listen(monitor.Config{
 		Address:  addr,
-		Pprof:    srv.conf.MetricsPprof,
+		Pprof:    srv.conf.Metrics.Pprof,
 		Registry: srv.registry(),
 		Source:   srv,
 		Log:      srv.log.With().Str("src", "metrics").Logger(),
@@ -52,7 +52,7 @@ func (srv *Server) stopMetrics() {
 }
 
 // MetricsAddr returns the address the metrics HTTP server listens on, nil
-// if it does not (Config.MetricsAddress empty, or before Listen).
+// if it does not (Config.Metrics.Address empty, or before Listen).
 func (srv *Server) MetricsAddr() net.Addr {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()

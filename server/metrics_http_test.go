@@ -5,13 +5,14 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/server/monitor"
 )
 
 // GET /status says whether the allowlist is on, as it changes, and
 // whether online mode is on.
 func TestStatusJSON(t *testing.T) {
-	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", Allowlist: true, Name: "JSON", MaxPlayers: 7})
+	srv := startServer(t, Config{Metrics: MetricsConfig{Address: "127.0.0.1:0"}, Access: access.Config{Allowlist: true}, Status: StatusConfig{Name: "JSON", MaxPlayers: 7}})
 	url := "http://" + srv.MetricsAddr().String() + "/status"
 	read := func() monitor.Status {
 		t.Helper()

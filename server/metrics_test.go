@@ -144,7 +144,7 @@ var netherNetMetricNames = []string{
 // the Go and process collectors beside; once the player leaves, its
 // session is counted as ended, its figures kept in the totals.
 func TestMetricsScrape(t *testing.T) {
-	srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", NewHandler: keepHandler})
+	srv := startServer(t, Config{Metrics: MetricsConfig{Address: "127.0.0.1:0"}, NewHandler: keepHandler})
 	addr := gameAddr(t, srv)
 	const pings = 3
 	for range pings {
@@ -342,7 +342,7 @@ func TestMetricsOff(t *testing.T) {
 	if after := listeningTCP(t); after != before {
 		t.Errorf("TCP sockets listening: got %d, want %d as before Listen", after, before)
 	}
-	srv2 := startServer(t, Config{MetricsAddress: "127.0.0.1:0"})
+	srv2 := startServer(t, Config{Metrics: MetricsConfig{Address: "127.0.0.1:0"}})
 	if after := listeningTCP(t); after != before+1 {
 		t.Errorf("TCP sockets listening with metrics on: got %d, want %d", after, before+1)
 	}
@@ -396,7 +396,7 @@ func listeningTCP(t *testing.T) int {
 func TestMetricsPprof(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprint("pprof=", on), func(t *testing.T) {
-			srv := startServer(t, Config{MetricsAddress: "127.0.0.1:0", MetricsPprof: on})
+			srv := startServer(t, Config{Metrics: MetricsConfig{Address: "127.0.0.1:0", Pprof: on}})
 			resp := get(t, metricsURL(t, srv, "/debug/pprof/"))
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
@@ -420,7 +420,7 @@ func TestMetricsListenAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", MetricsAddress: taken.Addr().String()}.New()
+	srv := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: "127.0.0.1:0"}, Metrics: MetricsConfig{Address: taken.Addr().String()}}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen with the metrics address taken: got nil, want an error")
 	}
@@ -436,7 +436,7 @@ func TestMetricsListenAndClose(t *testing.T) {
 	}
 	defer udp.Close()
 	before := listeningTCP(t)
-	srv = Config{AuthenticationDisabled: true, AddressV4: udp.LocalAddr().String(), MetricsAddress: "127.0.0.1:0"}.New()
+	srv = Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: udp.LocalAddr().String()}, Metrics: MetricsConfig{Address: "127.0.0.1:0"}}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen with the game address taken: got nil, want an error")
 	}
@@ -448,7 +448,7 @@ func TestMetricsListenAndClose(t *testing.T) {
 	}
 	_ = srv.Close()
 
-	srv = startServer(t, Config{MetricsAddress: "127.0.0.1:0"})
+	srv = startServer(t, Config{Metrics: MetricsConfig{Address: "127.0.0.1:0"}})
 	a := srv.MetricsAddr().String()
 	scrape(t, "http://"+a+"/metrics")
 	_ = srv.Close()
@@ -497,7 +497,7 @@ func (p *pinger) roundTrip(tb testing.TB) {
 // once, the collector registered and run.
 func startScrapedServer(tb testing.TB) *Server {
 	tb.Helper()
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", MetricsAddress: "127.0.0.1:0", noOfflineLimits: true}.New()
+	srv := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: "127.0.0.1:0"}, Metrics: MetricsConfig{Address: "127.0.0.1:0"}, noOfflineLimits: true}.New()
 	if err := srv.Listen(); err != nil {
 		tb.Fatal(err)
 	}

@@ -56,14 +56,7 @@ func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
 // initAccess sets up the access lists from the configuration. It runs in
 // New.
 func (srv *Server) initAccess() {
-	c := srv.conf
-	srv.access = access.New(access.Config{
-		Allowlist:        c.Allowlist,
-		AllowlistFile:    c.AllowlistFile,
-		AllowlistEntries: c.AllowlistEntries,
-		BansFile:         c.BansFile,
-		Bans:             c.Bans,
-	})
+	srv.access = access.New(srv.conf.Access)
 }
 
 // loadAccess reads the allowlist and ban files, if configured. It runs in
@@ -106,12 +99,12 @@ func (srv *Server) startAccess() {
 	} else {
 		srv.log.Info().Msg("offline mode: players' Xbox Live sign-ins are not verified; anyone can join under any name or XUID")
 	}
-	if srv.conf.Allowlist && srv.verifier == nil {
+	if srv.conf.Access.Allowlist && srv.verifier == nil {
 		srv.log.Warn().Msg("the allowlist is on in offline mode: names and XUIDs are not verified, so anyone can claim " +
 			"a listed one; turn server.online_mode on for the allowlist to mean something")
 	}
-	if (srv.conf.AllowlistFile != "" || srv.conf.BansFile != "") && srv.conf.AccessPollInterval >= 0 {
-		interval := srv.conf.AccessPollInterval
+	if (srv.conf.Access.AllowlistFile != "" || srv.conf.Access.BansFile != "") && srv.conf.Access.PollInterval >= 0 {
+		interval := srv.conf.Access.PollInterval
 		if interval == 0 {
 			interval = DefaultAccessPollInterval
 		}

@@ -173,8 +173,13 @@ func closedURL(t *testing.T) string {
 // answers pings, and a player is told at once that sign-ins cannot be
 // verified.
 func TestOnlineModeServiceUnreachable(t *testing.T) {
-	c := Config{NewHandler: newHold, Auth: auth.Config{DiscoveryURL: closedURL(t), Issuer: "-", RetryMin: time.Hour},
-		MetricsAddress: "127.0.0.1:0"}
+	c := Config{
+		NewHandler: newHold,
+		Auth:       auth.Config{DiscoveryURL: closedURL(t), Issuer: "-", RetryMin: time.Hour},
+		Metrics: MetricsConfig{
+			Address: "127.0.0.1:0",
+		},
+	}
 	srv := startServer(t, c)
 	addr := gameAddr(t, srv)
 	if st := ping(t, addr); st.ServerName != "Basalt" {

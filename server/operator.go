@@ -115,7 +115,7 @@ func (srv *Server) Players() []session.Identity {
 }
 
 // PlayerLimit returns the number of players the server admits now:
-// Config.MaxPlayers until UpdateStatus or the StatusProvider change it.
+// Config.Status.MaxPlayers until UpdateStatus or the StatusProvider change it.
 func (srv *Server) PlayerLimit() int { return srv.playerLimit() }
 
 // RunConsole runs the operator commands it reads from r, one a line (see

@@ -24,21 +24,21 @@ const queryEngine = "Basalt"
 const cookieSecretSize = 32
 
 // withQuery returns lc answering the Query protocol for the game listener
-// of one family, when Config.Query is set: its stat replies report the
+// of one family, when Config.Network.Query is set: its stat replies report the
 // live status, the names of the players online, and the listener's host
-// and port. The tokens are keyed from Config.CookieSecret, so servers that
+// and port. The tokens are keyed from Config.Network.CookieSecret, so servers that
 // share it accept each other's tokens as they do cookies.
 func (srv *Server) withQuery(lc raknet.ListenConfig, v6 bool) raknet.ListenConfig {
-	if !srv.conf.Query {
+	if !srv.conf.Network.Query {
 		return lc
 	}
-	addr, wildcard := srv.conf.AddressV4, "0.0.0.0"
+	addr, wildcard := srv.conf.Network.AddressV4, "0.0.0.0"
 	if v6 {
-		addr, wildcard = srv.conf.AddressV6, "::"
+		addr, wildcard = srv.conf.Network.AddressV6, "::"
 	}
 	qs := &queryStatus{srv: srv, v6: v6}
 	qs.host, _, _ = net.SplitHostPort(withHost(addr, wildcard))
-	r := &query.Responder{Tokens: query.NewTokens(srv.conf.CookieSecret, 0), Status: qs.status}
+	r := &query.Responder{Tokens: query.NewTokens(srv.conf.Network.CookieSecret, 0), Status: qs.status}
 	lc.Query = r.Answer
 	return lc
 }

@@ -180,8 +180,18 @@ func (c *queryClient) full(token int32) (map[string]string, []string) {
 // server over loopback and reads its name, version, map, players and
 // address.
 func TestQuery(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, Query: true, Name: "Query test", LevelName: "World",
-		GameMode: "Creative", MaxPlayers: 5})
+	srv := startServer(t, Config{
+		NewHandler: newHold,
+		Network: NetworkConfig{
+			Query: true,
+		},
+		Status: StatusConfig{
+			Name:       "Query test",
+			LevelName:  "World",
+			GameMode:   "Creative",
+			MaxPlayers: 5,
+		},
+	})
 	addr := gameAddr(t, srv)
 	for _, name := range []string{"Steve", "Alex"} {
 		c := dial(t, addr, raknet.Dialer{})
@@ -243,7 +253,7 @@ func TestQueryIPv6(t *testing.T) {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	_ = probe.Close()
-	srv := startServer(t, Config{Query: true, AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0"})
+	srv := startServer(t, Config{Network: NetworkConfig{Query: true, AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0"}})
 	for i, host := range []string{"127.0.0.1", "::1"} {
 		a := srv.Addrs()[i]
 		q := newQueryClient(t, a.String())
@@ -258,9 +268,9 @@ func TestQueryIPv6(t *testing.T) {
 // request to another instance than its handshake.
 func TestQuerySharedSecret(t *testing.T) {
 	secret := bytes.Repeat([]byte{7}, 32)
-	a := startServer(t, Config{Query: true, CookieSecret: secret})
-	b := startServer(t, Config{Query: true, CookieSecret: secret})
-	c := startServer(t, Config{Query: true})
+	a := startServer(t, Config{Network: NetworkConfig{Query: true, CookieSecret: secret}})
+	b := startServer(t, Config{Network: NetworkConfig{Query: true, CookieSecret: secret}})
+	c := startServer(t, Config{Network: NetworkConfig{Query: true}})
 	q := newQueryClient(t, gameAddr(t, a))
 	token := q.handshake()
 	q.to = net.UDPAddrFromAddrPort(addrPort(b.Addrs()[0]))
@@ -339,7 +349,7 @@ func ExampleLoadOrCreateCookieSecret() {
 // closes listeners, and so waits for their readers): while it is held, the
 // reply lists the names read last time.
 func TestQueryStatusNeverWaits(t *testing.T) {
-	srv := Config{Query: true, Name: "N"}.New()
+	srv := Config{Network: NetworkConfig{Query: true}, Status: StatusConfig{Name: "N"}}.New()
 	qs := &queryStatus{srv: srv, host: "0.0.0.0"}
 	if st := qs.status(); st.HostName != "N" || len(st.Players) != 0 {
 		t.Fatalf("got %+v", st)

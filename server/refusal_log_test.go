@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/auth/authtest"
@@ -33,7 +34,7 @@ func TestRefusalLogged(t *testing.T) {
 	}{
 		{
 			name:    "banned",
-			conf:    Config{Bans: []Ban{{Name: "Bob", Reason: "griefing"}}},
+			conf:    Config{Access: access.Config{Bans: []Ban{{Name: "Bob", Reason: "griefing"}}}},
 			login:   offlineLogin("Bob"),
 			reason:  session.DisconnectReasonNotAllowed,
 			message: BannedMessage + " Reason: griefing",
@@ -42,7 +43,7 @@ func TestRefusalLogged(t *testing.T) {
 		},
 		{
 			name:    "not allowlisted, a name with a space",
-			conf:    Config{Allowlist: true, AllowlistEntries: []AllowlistEntry{{Name: "Steve"}}},
+			conf:    Config{Access: access.Config{Allowlist: true, AllowlistEntries: []AllowlistEntry{{Name: "Steve"}}}},
 			login:   offlineLogin("Major Nelson"),
 			reason:  session.DisconnectReasonNotAllowed,
 			message: NotAllowlistedMessage,
@@ -145,7 +146,7 @@ func TestHandlerRefusalFreesSlot(t *testing.T) {
 		}
 		return newHold(s)
 	}
-	srv := startServer(t, Config{Log: &log, NewHandler: newHandler, MaxPlayers: 1})
+	srv := startServer(t, Config{Log: &log, NewHandler: newHandler, Status: StatusConfig{MaxPlayers: 1}})
 	addr := gameAddr(t, srv)
 	h := dial(t, addr, raknet.Dialer{})
 	h.sendLogin("Herobrine")

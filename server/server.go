@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -84,7 +85,7 @@ type Server struct {
 	key    *ecdsa.PrivateKey
 	base   motd.Status // the MOTD without player count and ports
 	status atomic.Value[motd.Status]
-	// maxPlayers is the player limit in force: Config.MaxPlayers until
+	// maxPlayers is the player limit in force: Config.Status.MaxPlayers until
 	// UpdateStatus or the StatusProvider change it.
 	maxPlayers atomic.Int64
 	// self is the status the server computed itself, for the
@@ -144,47 +145,47 @@ func (c Config) New() *Server {
 		nop := zerolog.Nop()
 		c.Log = &nop
 	}
-	if c.AddressV4 == "" && c.AddressV6 == "" {
-		c.AddressV4, c.AddressV6 = DefaultAddressV4, DefaultAddressV6
+	if c.Network.AddressV4 == "" && c.Network.AddressV6 == "" {
+		c.Network.AddressV4, c.Network.AddressV6 = DefaultAddressV4, DefaultAddressV6
 	}
-	c.LANAddressV4 = cmp(c.LANAddressV4, net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4)))
-	c.LANAddressV6 = cmp(c.LANAddressV6, net.JoinHostPort("::", strconv.Itoa(LANPortV6)))
-	c.Name = cmp(c.Name, DefaultName)
-	c.LevelName = cmp(c.LevelName, DefaultLevelName)
-	c.Edition = cmp(c.Edition, motd.EditionBedrock)
-	c.GameMode = cmp(c.GameMode, DefaultGameMode)
-	if c.MaxPlayers <= 0 {
-		c.MaxPlayers = DefaultMaxPlayers
+	c.Network.LANAddressV4 = cmp.Or(c.Network.LANAddressV4, net.JoinHostPort("0.0.0.0", strconv.Itoa(LANPortV4)))
+	c.Network.LANAddressV6 = cmp.Or(c.Network.LANAddressV6, net.JoinHostPort("::", strconv.Itoa(LANPortV6)))
+	c.Status.Name = cmp.Or(c.Status.Name, DefaultName)
+	c.Status.LevelName = cmp.Or(c.Status.LevelName, DefaultLevelName)
+	c.Status.Edition = cmp.Or(c.Status.Edition, motd.EditionBedrock)
+	c.Status.GameMode = cmp.Or(c.Status.GameMode, DefaultGameMode)
+	if c.Status.MaxPlayers <= 0 {
+		c.Status.MaxPlayers = DefaultMaxPlayers
 	}
 	if len(c.AcceptedProtocols) == 0 {
 		c.AcceptedProtocols = session.KnownProtocols()
 	}
 	// The MOTD advertises the newest protocol accepted, and its version.
-	if c.Protocol == 0 {
-		c.Protocol = slices.Max(c.AcceptedProtocols)
+	if c.Status.Protocol == 0 {
+		c.Status.Protocol = slices.Max(c.AcceptedProtocols)
 	}
-	if v, ok := session.LookupProtocol(c.Protocol); ok {
-		c.Version = cmp(c.Version, v.Name)
+	if v, ok := session.LookupProtocol(c.Status.Protocol); ok {
+		c.Status.Version = cmp.Or(c.Status.Version, v.Name)
 	}
-	c.Version = cmp(c.Version, session.CurrentVersion)
-	c.Handler = cmp(c.Handler, HandlerGate)
+	c.Status.Version = cmp.Or(c.Status.Version, session.CurrentVersion)
+	c.Handler = cmp.Or(c.Handler, HandlerGate)
 	if c.NewHandler == nil && c.Handler == HandlerLobby {
-		c.NewHandler, c.OnShutdown, c.OnDrain = c.newLobby()
+		c.NewHandler, c.Shutdown.OnClose, c.Shutdown.OnDrain = c.newLobby()
 	}
-	if c.StatusInterval <= 0 {
-		c.StatusInterval = DefaultStatusInterval
+	if c.Status.Interval <= 0 {
+		c.Status.Interval = DefaultStatusInterval
 	}
-	c.ShutdownMessage = cmp(c.ShutdownMessage, DefaultShutdownMessage)
-	c.RestartMessage = cmp(c.RestartMessage, DefaultRestartMessage)
-	c.ShutdownGrace = min(max(c.ShutdownGrace, 0), MaxShutdownGrace)
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
+	c.Shutdown.Message = cmp.Or(c.Shutdown.Message, DefaultShutdownMessage)
+	c.Shutdown.RestartMessage = cmp.Or(c.Shutdown.RestartMessage, DefaultRestartMessage)
+	c.Shutdown.Grace = min(max(c.Shutdown.Grace, 0), MaxShutdownGrace)
+	if c.Shutdown.Timeout <= 0 {
+		c.Shutdown.Timeout = DefaultShutdownTimeout
 	}
 	if c.GUID == 0 {
 		c.GUID = randomGUID()
 	}
-	if c.MaxConnections <= 0 {
-		c.MaxConnections = c.MaxPlayers + connectionSlack(c.MaxPlayers)
+	if c.RakNet.MaxConnections <= 0 {
+		c.RakNet.MaxConnections = c.Status.MaxPlayers + connectionSlack(c.Status.MaxPlayers)
 	}
 	srv := &Server{
 		conf:       c,
@@ -199,19 +200,19 @@ func (c Config) New() *Server {
 		verifier:   newVerifier(c),
 	}
 	srv.initAccess()
-	srv.maxPlayers.Store(int64(c.MaxPlayers))
+	srv.maxPlayers.Store(int64(c.Status.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.Gate(c.DisconnectMessage)
 	}
 	srv.base = motd.Status{
-		Edition:         c.Edition,
-		ServerName:      c.Name,
-		Protocol:        int(c.Protocol),
-		Version:         c.Version,
-		MaxPlayers:      c.MaxPlayers,
+		Edition:         c.Status.Edition,
+		ServerName:      c.Status.Name,
+		Protocol:        int(c.Status.Protocol),
+		Version:         c.Status.Version,
+		MaxPlayers:      c.Status.MaxPlayers,
 		ServerGUID:      uint64(c.GUID),
-		LevelName:       c.LevelName,
-		GameMode:        c.GameMode,
+		LevelName:       c.Status.LevelName,
+		GameMode:        c.Status.GameMode,
 		GameModeNumeric: 1,
 		Extra:           []string{"0"},
 	}
@@ -219,15 +220,6 @@ func (c Config) New() *Server {
 	srv.self = srv.base
 	srv.sessCtx, srv.cancel = context.WithCancel(context.Background())
 	return srv
-}
-
-// cmp returns v, or def if v is the zero value.
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Listen opens the game listeners (AddressV4 and AddressV6, those set), and
@@ -266,7 +258,7 @@ func (srv *Server) Listen() error {
 		for _, g := range []struct {
 			addr, wildcard string
 			l              **raknet.Listener
-		}{{c.AddressV4, "0.0.0.0", &srv.v4}, {c.AddressV6, "::", &srv.v6}} {
+		}{{c.Network.AddressV4, "0.0.0.0", &srv.v4}, {c.Network.AddressV6, "::", &srv.v6}} {
 			if g.addr == "" {
 				continue
 			}
@@ -293,7 +285,7 @@ func (srv *Server) Listen() error {
 			}
 			*g.l = l
 		}
-		if !c.NetherNet {
+		if !c.NetherNet.Enabled {
 			break
 		}
 		err := srv.listenNetherNet()
@@ -311,7 +303,7 @@ func (srv *Server) Listen() error {
 		srv.metrics = nil
 		return fmt.Errorf("listen: %w", err)
 	}
-	if c.LANDiscovery {
+	if c.Network.LANDiscovery {
 		srv.listenLAN(lc)
 	}
 	srv.started = time.Now()
@@ -324,12 +316,12 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.acceptNetherNet(srv.nn)
 	}
-	if c.StatusProvider != nil {
+	if c.Status.Provider != nil {
 		srv.loops.Add(1)
 		go srv.provideStatus(srv.statusDone)
 	}
 	srv.startAccess()
-	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.MaxPlayers)
+	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.Status.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
 	if srv.nn != nil {
 		e.Str("nethernet", srv.nn.Addr().String())
@@ -346,19 +338,19 @@ func listenConfig(c Config) raknet.ListenConfig {
 	lc := raknet.ListenConfig{
 		ListenPacket:        c.listenPacket,
 		Log:                 c.Log,
-		MaxMTU:              c.MaxMTU,
-		MaxConnections:      c.MaxConnections,
-		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
-		MemoryBudget:        c.MemoryBudget,
-		Sockets:             c.Sockets,
+		MaxMTU:              c.RakNet.MaxMTU,
+		MaxConnections:      c.RakNet.MaxConnections,
+		MaxConnectionsPerIP: c.RakNet.MaxConnectionsPerIP,
+		MemoryBudget:        c.RakNet.MemoryBudget,
+		Sockets:             c.RakNet.Sockets,
 		// Sessions promote a connection once its player logged in.
 		PreLoginShare:    true,
-		ProtocolVersions: c.RakNetProtocols,
-		Timeout:          c.Timeout,
+		ProtocolVersions: c.RakNet.ProtocolVersions,
+		Timeout:          c.RakNet.Timeout,
 		GUID:             c.GUID,
-		CookieSecret:     c.CookieSecret,
-		ProxyProtocol:    c.ProxyProtocol,
-		TrustedProxies:   c.TrustedProxies,
+		CookieSecret:     c.Network.CookieSecret,
+		ProxyProtocol:    c.Network.ProxyProtocol,
+		TrustedProxies:   c.Network.TrustedProxies,
 	}
 	if c.noOfflineLimits {
 		lc.OfflineRate, lc.OfflineBytes = -1, -1
@@ -372,7 +364,7 @@ func (srv *Server) listenLAN(lc raknet.ListenConfig) {
 	for _, g := range []struct {
 		game *raknet.Listener
 		addr string
-	}{{srv.v4, srv.conf.LANAddressV4}, {srv.v6, srv.conf.LANAddressV6}} {
+	}{{srv.v4, srv.conf.Network.LANAddressV4}, {srv.v6, srv.conf.Network.LANAddressV6}} {
 		if g.game == nil || port(g.game.Addr()) == portOf(g.addr) {
 			continue // no game listener, or it answers discovery itself
 		}
@@ -404,7 +396,7 @@ func (srv *Server) listeners() []*raknet.Listener {
 }
 
 // Run listens (unless Listen was called already), serves until ctx ends,
-// then drains for Config.ShutdownGrace (see Drain) and shuts down with
+// then drains for Config.Shutdown.Grace (see Drain) and shuts down with
 // Close, and returns nil. It returns the error of
 // Listen if the server cannot start.
 func (srv *Server) Run(ctx context.Context) error {
@@ -417,7 +409,7 @@ func (srv *Server) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
-	srv.Drain(context.Background(), srv.conf.ShutdownGrace)
+	srv.Drain(context.Background(), srv.conf.Shutdown.Grace)
 	return srv.Close()
 }
 
@@ -567,11 +559,11 @@ func (srv *Server) updateStatusLocked() {
 	}
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
-	st.PortV4, st.PortV6 = cmp(p4, p6), cmp(p6, p4)
+	st.PortV4, st.PortV6 = cmp.Or(p4, p6), cmp.Or(p6, p4)
 	// Behind a balancer or tunnel, the port players reach. Clients that
 	// reconnect to the pong's port (gophertunnel, the game) take the
 	// IPv4 field whatever their family.
-	if pub := srv.conf.PublicAddress; pub.IsValid() {
+	if pub := srv.conf.Network.PublicAddress; pub.IsValid() {
 		st.PortV4 = pub.Port()
 		if pub.Addr().Is6() {
 			st.PortV6 = pub.Port()
@@ -607,8 +599,8 @@ func (srv *Server) shutdown() {
 	if len(listeners) == 0 {
 		return
 	}
-	if srv.conf.OnShutdown != nil {
-		srv.conf.OnShutdown(srv.conf.ShutdownMessage)
+	if srv.conf.Shutdown.OnClose != nil {
+		srv.conf.Shutdown.OnClose(srv.conf.Shutdown.Message)
 	}
 	srv.log.Info().Int("sessions", len(sessions)).Msg("shutting down")
 
@@ -616,15 +608,15 @@ func (srv *Server) shutdown() {
 	// flushes and waits for its client to acknowledge on its own
 	// goroutines, side by side, so a slow client does not delay the others.
 	for _, s := range sessions {
-		_ = s.DisconnectWith(session.DisconnectReasonShutdown, srv.conf.ShutdownMessage)
+		_ = s.DisconnectWith(session.DisconnectReasonShutdown, srv.conf.Shutdown.Message)
 	}
-	t := time.NewTimer(srv.conf.ShutdownTimeout)
+	t := time.NewTimer(srv.conf.Shutdown.Timeout)
 wait:
 	for _, s := range sessions {
 		select {
 		case <-s.Done():
 		case <-t.C:
-			srv.log.Warn().Stringer("timeout", srv.conf.ShutdownTimeout).
+			srv.log.Warn().Stringer("timeout", srv.conf.Shutdown.Timeout).
 				Msg("clients did not acknowledge the shutdown in time; closing their connections")
 			break wait
 		}

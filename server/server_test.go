@@ -31,21 +31,21 @@ func TestNewDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"AddressV4", c.AddressV4, "0.0.0.0:19132"},
-		{"AddressV6", c.AddressV6, "[::]:19133"},
-		{"LANDiscovery", c.LANDiscovery, false},
-		{"LANAddressV4", c.LANAddressV4, "0.0.0.0:19132"},
-		{"LANAddressV6", c.LANAddressV6, "[::]:19133"},
-		{"Name", c.Name, "Basalt"},
-		{"Edition", c.Edition, motd.EditionBedrock},
-		{"GameMode", c.GameMode, "Survival"},
-		{"MaxPlayers", c.MaxPlayers, 20},
-		{"Version", c.Version, session.CurrentVersion},
-		{"Protocol", c.Protocol, session.CurrentProtocol},
+		{"AddressV4", c.Network.AddressV4, "0.0.0.0:19132"},
+		{"AddressV6", c.Network.AddressV6, "[::]:19133"},
+		{"LANDiscovery", c.Network.LANDiscovery, false},
+		{"LANAddressV4", c.Network.LANAddressV4, "0.0.0.0:19132"},
+		{"LANAddressV6", c.Network.LANAddressV6, "[::]:19133"},
+		{"Name", c.Status.Name, "Basalt"},
+		{"Edition", c.Status.Edition, motd.EditionBedrock},
+		{"GameMode", c.Status.GameMode, "Survival"},
+		{"MaxPlayers", c.Status.MaxPlayers, 20},
+		{"Version", c.Status.Version, session.CurrentVersion},
+		{"Protocol", c.Status.Protocol, session.CurrentProtocol},
 		{"AcceptedProtocols", c.AcceptedProtocols, session.KnownProtocols()},
-		{"ShutdownMessage", c.ShutdownMessage, DefaultShutdownMessage},
-		{"ShutdownTimeout", c.ShutdownTimeout, DefaultShutdownTimeout},
-		{"MaxConnections", c.MaxConnections, 24},
+		{"ShutdownMessage", c.Shutdown.Message, DefaultShutdownMessage},
+		{"ShutdownTimeout", c.Shutdown.Timeout, DefaultShutdownTimeout},
+		{"MaxConnections", c.RakNet.MaxConnections, 24},
 		{"GUID positive", c.GUID > 0, true},
 		{"EncryptionDisabled", c.EncryptionDisabled, false},
 		{"handler set", srv.handler != nil, true},
@@ -57,11 +57,11 @@ func TestNewDefaults(t *testing.T) {
 		}
 	}
 	// Many players: 10% more connections than players.
-	if got := (Config{MaxPlayers: 200}).New().conf.MaxConnections; got != 220 {
+	if got := (Config{Status: StatusConfig{MaxPlayers: 200}}).New().conf.RakNet.MaxConnections; got != 220 {
 		t.Errorf("MaxConnections of 200 players: got %d, want 220", got)
 	}
 	// One family set: the other stays disabled.
-	if got := (Config{AddressV4: "127.0.0.1:0"}).New().conf.AddressV6; got != "" {
+	if got := (Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0"}}).New().conf.Network.AddressV6; got != "" {
 		t.Errorf("AddressV6 with only AddressV4 set: got %q, want empty", got)
 	}
 }
@@ -72,17 +72,21 @@ func TestListenConfig(t *testing.T) {
 	log := zerolog.Nop()
 	var opened atomic.Int32
 	c := Config{
-		Log:                 &log,
-		MaxMTU:              1200,
-		MaxConnections:      30,
-		MaxConnectionsPerIP: 3,
-		Sockets:             2,
-		RakNetProtocols:     []byte{11},
-		Timeout:             7 * time.Second,
-		GUID:                42,
-		ProxyProtocol:       true,
-		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
-		CookieSecret:        []byte("0123456789abcdef0123456789abcdef"),
+		Log: &log,
+		RakNet: RakNetConfig{
+			MaxMTU:              1200,
+			MaxConnections:      30,
+			MaxConnectionsPerIP: 3,
+			Sockets:             2,
+			ProtocolVersions:    []byte{11},
+			Timeout:             7 * time.Second,
+		},
+		GUID: 42,
+		Network: NetworkConfig{
+			ProxyProtocol:  true,
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			CookieSecret:   []byte("0123456789abcdef0123456789abcdef"),
+		},
 		listenPacket: func(network, address string) (net.PacketConn, error) {
 			opened.Add(1)
 			return nil, errors.ErrUnsupported
@@ -102,8 +106,8 @@ func TestListenConfig(t *testing.T) {
 		{"Timeout", lc.Timeout, 7 * time.Second},
 		{"GUID", lc.GUID, int64(42)},
 		{"ProxyProtocol", lc.ProxyProtocol, true},
-		{"TrustedProxies", lc.TrustedProxies, c.TrustedProxies},
-		{"CookieSecret", lc.CookieSecret, c.CookieSecret},
+		{"TrustedProxies", lc.TrustedProxies, c.Network.TrustedProxies},
+		{"CookieSecret", lc.CookieSecret, c.Network.CookieSecret},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -136,7 +140,9 @@ func TestDefaultHandlerFromConfig(t *testing.T) {
 func TestAcceptedProtocolsApplyToAnyHandler(t *testing.T) {
 	made := make(chan struct{}, 1)
 	srv := startServer(t, Config{
-		Protocol:          2169,
+		Status: StatusConfig{
+			Protocol: 2169,
+		},
 		AcceptedProtocols: []int32{2169},
 		NewHandler: func(*session.Session) (session.Handler, error) {
 			made <- struct{}{}
@@ -166,15 +172,19 @@ func TestKeyPerServer(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	srv := startServer(t, Config{
-		AddressV4:  "127.0.0.1:0",
-		AddressV6:  "[::1]:0",
-		Name:       "Test Server",
-		LevelName:  "Test Level",
-		GameMode:   "Creative",
-		MaxPlayers: 7,
-		Version:    "1.26.45",
-		Protocol:   2169,
-		GUID:       1234567890123,
+		Network: NetworkConfig{
+			AddressV4: "127.0.0.1:0",
+			AddressV6: "[::1]:0",
+		},
+		Status: StatusConfig{
+			Name:       "Test Server",
+			LevelName:  "Test Level",
+			GameMode:   "Creative",
+			MaxPlayers: 7,
+			Version:    "1.26.45",
+			Protocol:   2169,
+		},
+		GUID: 1234567890123,
 	})
 	as := srv.Addrs()
 	if len(as) != 2 {
@@ -221,7 +231,7 @@ func TestStatusPublicAddress(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := netip.MustParseAddrPort(tc.pub)
-			srv := startServer(t, Config{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", PublicAddress: pub})
+			srv := startServer(t, Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", PublicAddress: pub}})
 			if len(srv.Addrs()) < 2 {
 				t.Skip("no IPv6 loopback")
 			}
@@ -241,7 +251,7 @@ func TestStatusPublicAddress(t *testing.T) {
 }
 
 func TestStatusOneFamily(t *testing.T) {
-	srv := startServer(t, Config{AddressV4: "127.0.0.1:0"})
+	srv := startServer(t, Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0"}})
 	st := ping(t, gameAddr(t, srv))
 	p := port(srv.Addrs()[0])
 	if st.PortV4 != p || st.PortV6 != p {
@@ -268,7 +278,7 @@ func (h loginCounter) HandlePacket(s *session.Session, p session.Packet) error {
 func TestPlayerCount(t *testing.T) {
 	var logins atomic.Int64
 	newHandler := func(*session.Session) (session.Handler, error) { return loginCounter{logins: &logins}, nil }
-	srv := startServer(t, Config{NewHandler: newHandler, MaxPlayers: 5})
+	srv := startServer(t, Config{NewHandler: newHandler, Status: StatusConfig{MaxPlayers: 5}})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
@@ -322,7 +332,7 @@ func TestPlayerCount(t *testing.T) {
 }
 
 func TestServerFull(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 1})
+	srv := startServer(t, Config{NewHandler: newHold, Status: StatusConfig{MaxPlayers: 1}})
 	addr := gameAddr(t, srv)
 
 	a := dial(t, addr, raknet.Dialer{})
@@ -356,7 +366,7 @@ func TestServerFull(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, ShutdownMessage: "Going down for a test."})
+	srv := startServer(t, Config{NewHandler: newHold, Shutdown: ShutdownConfig{Message: "Going down for a test."}})
 	addr := gameAddr(t, srv)
 	clients := []*client{dial(t, addr, raknet.Dialer{}), dial(t, addr, raknet.Dialer{})}
 	clients[0].login("Steve") // one player, one session
@@ -421,7 +431,7 @@ func (b *blackhole) ReadFrom(p []byte) (int, net.Addr, error) {
 
 func TestShutdownTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	srv := startServer(t, Config{NewHandler: newHold, ShutdownTimeout: timeout})
+	srv := startServer(t, Config{NewHandler: newHold, Shutdown: ShutdownConfig{Timeout: timeout}})
 	var bh *blackhole
 	// A short close timeout: the client's own Close, at cleanup, gets no ACKs
 	// either.
@@ -546,12 +556,14 @@ func TestHandlerEvents(t *testing.T) {
 
 func TestLANDiscovery(t *testing.T) {
 	srv := startServer(t, Config{
-		NewHandler:   newHold,
-		LANDiscovery: true,
-		AddressV4:    "127.0.0.1:0",
-		AddressV6:    "[::1]:0",
-		LANAddressV4: "127.0.0.1:0",
-		LANAddressV6: "[::1]:0",
+		NewHandler: newHold,
+		Network: NetworkConfig{
+			LANDiscovery: true,
+			AddressV4:    "127.0.0.1:0",
+			AddressV6:    "[::1]:0",
+			LANAddressV4: "127.0.0.1:0",
+			LANAddressV6: "[::1]:0",
+		},
 	})
 	game, lan := srv.Addrs(), srv.LANAddrs()
 	if len(lan) != 2 {
@@ -609,9 +621,11 @@ func TestLANAddressInUse(t *testing.T) {
 	var logs syncBuffer
 	log := zerolog.New(&logs)
 	srv := startServer(t, Config{
-		Log:          &log,
-		LANDiscovery: true,
-		LANAddressV4: taken.LocalAddr().String(),
+		Log: &log,
+		Network: NetworkConfig{
+			LANDiscovery: true,
+			LANAddressV4: taken.LocalAddr().String(),
+		},
 	})
 	if lan := srv.LANAddrs(); len(lan) != 0 {
 		t.Errorf("got LAN listeners %v, want none", lan)
@@ -643,9 +657,11 @@ func TestLANNotNeeded(t *testing.T) {
 		return net.ListenPacket(network, address)
 	}
 	srv := startServer(t, Config{
-		AddressV4:    addr,
-		LANDiscovery: true,
-		LANAddressV4: addr,
+		Network: NetworkConfig{
+			AddressV4:    addr,
+			LANDiscovery: true,
+			LANAddressV4: addr,
+		},
 		listenPacket: lp,
 	})
 	if lan := srv.LANAddrs(); len(lan) != 0 {
@@ -664,7 +680,7 @@ func TestGameListenerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	srv := Config{AuthenticationDisabled: true, AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}.New()
+	srv := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: taken.LocalAddr().String(), AddressV6: "[::1]:0"}}.New()
 	if err := srv.Listen(); err == nil {
 		t.Fatal("Listen on a taken port: got nil, want an error")
 	}
@@ -685,7 +701,7 @@ func TestListenTwicePanics(t *testing.T) {
 }
 
 func TestListenAfterClose(t *testing.T) {
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: "127.0.0.1:0"}}.New()
 	_ = srv.Close()
 	if err := srv.Listen(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("got %v, want net.ErrClosed", err)
@@ -693,7 +709,7 @@ func TestListenAfterClose(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0"}.New()
+	srv := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV4: "127.0.0.1:0"}}.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
@@ -717,14 +733,14 @@ func TestNoIPv6(t *testing.T) {
 		}
 		return net.ListenPacket(network, address)
 	}
-	srv := startServer(t, Config{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0", listenPacket: noV6})
+	srv := startServer(t, Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0", AddressV6: "[::1]:0"}, listenPacket: noV6})
 	if as := srv.Addrs(); len(as) != 1 {
 		t.Errorf("got listeners %v, want the IPv4 one only", as)
 	}
 	ping(t, gameAddr(t, srv))
 
 	// Without IPv4 to fall back on, it is an error.
-	only6 := Config{AuthenticationDisabled: true, AddressV6: "[::1]:0", listenPacket: noV6}.New()
+	only6 := Config{AuthenticationDisabled: true, Network: NetworkConfig{AddressV6: "[::1]:0"}, listenPacket: noV6}.New()
 	if err := only6.Listen(); !errors.Is(err, syscall.EAFNOSUPPORT) {
 		t.Errorf("IPv6 only: got %v, want EAFNOSUPPORT", err)
 	}

@@ -14,7 +14,7 @@ const DefaultStatusInterval = time.Second
 // StatusProvider supplies the status a Server advertises in its pongs, so
 // the MOTD's text, player count and player limit can change while the
 // server runs. The server calls ServerStatus from one goroutine of its own,
-// never with a lock held: every Config.StatusInterval and soon after each
+// never with a lock held: every Config.Status.Interval and soon after each
 // join and leave.
 //
 // current is the status the server would advertise by itself: its
@@ -78,7 +78,7 @@ func (srv *Server) playerLimit() int { return int(srv.maxPlayers.Load()) }
 // asks the provider, which must not be called with srv.mu held. It runs with
 // srv.mu held, so updates reach the listeners in order.
 func (srv *Server) publishLocked(st motd.Status) {
-	if srv.conf.StatusProvider == nil {
+	if srv.conf.Status.Provider == nil {
 		srv.advertiseLocked(st)
 		return
 	}
@@ -111,7 +111,7 @@ func (srv *Server) advertiseLocked(st motd.Status) {
 // StatusInterval and whenever publishLocked asks, until done is closed.
 func (srv *Server) provideStatus(done <-chan struct{}) {
 	defer srv.loops.Done()
-	t := time.NewTicker(srv.conf.StatusInterval)
+	t := time.NewTicker(srv.conf.Status.Interval)
 	defer t.Stop()
 	for {
 		srv.refreshStatus()
@@ -164,5 +164,5 @@ func (srv *Server) askProvider(self motd.Status) (st motd.Status, ok bool) {
 		}
 	}()
 	self.Extra = append([]string(nil), self.Extra...)
-	return srv.conf.StatusProvider.ServerStatus(self), true
+	return srv.conf.Status.Provider.ServerStatus(self), true
 }

@@ -5,15 +5,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"time"
+
 	"github.com/basaltmc/basalt/integration/leaktest"
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/session"
-	"time"
 )
 
 func TestUpdateStatus(t *testing.T) {
-	srv := startServer(t, Config{Name: "Before", MaxPlayers: 5, GUID: 42})
+	srv := startServer(t, Config{Status: StatusConfig{Name: "Before", MaxPlayers: 5}, GUID: 42})
 	addr := gameAddr(t, srv)
 	err := srv.UpdateStatus(func(st *motd.Status) {
 		st.ServerName = "After"
@@ -44,7 +45,7 @@ func TestUpdateStatus(t *testing.T) {
 }
 
 func TestUpdateStatusRefusesBadStatus(t *testing.T) {
-	srv := startServer(t, Config{Name: "Kept", MaxPlayers: 5})
+	srv := startServer(t, Config{Status: StatusConfig{Name: "Kept", MaxPlayers: 5}})
 	addr := gameAddr(t, srv)
 	for name, f := range map[string]func(*motd.Status){
 		"semicolon in version": func(st *motd.Status) { st.Version = "1;2" },
@@ -81,7 +82,7 @@ func TestStatusProvider(t *testing.T) {
 		cur.ServerGUID = 1 // ignored
 		return cur
 	})
-	srv := startServer(t, Config{Name: "Static", MaxPlayers: 5, GUID: 99, StatusProvider: provider, StatusInterval: 10e6})
+	srv := startServer(t, Config{Status: StatusConfig{Name: "Static", MaxPlayers: 5, Provider: provider, Interval: 10e6}, GUID: 99})
 	addr := gameAddr(t, srv)
 	waitFor(t, "the provider's status", func() bool { return ping(t, addr).ServerName == "Live" })
 	got := ping(t, addr)
@@ -117,8 +118,16 @@ func TestStatusProviderStopsAtClose(t *testing.T) {
 	leaktest.Check(t)
 	const interval = 5 * time.Millisecond
 	var calls atomic.Int64
-	srv := Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0", StatusInterval: interval,
-		StatusProvider: StatusProviderFunc(func(cur motd.Status) motd.Status { calls.Add(1); return cur })}.New()
+	srv := Config{
+		AuthenticationDisabled: true,
+		Network: NetworkConfig{
+			AddressV4: "127.0.0.1:0",
+		},
+		Status: StatusConfig{
+			Interval: interval,
+			Provider: StatusProviderFunc(func(cur motd.Status) motd.Status { calls.Add(1); return cur }),
+		},
+	}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +147,7 @@ func TestStatusProviderStopsAtClose(t *testing.T) {
 // A player limit lowered by UpdateStatus refuses the next login and keeps
 // the players already online; raised again, it admits.
 func TestUpdateStatusPlayerLimit(t *testing.T) {
-	srv := startServer(t, Config{NewHandler: newHold, MaxPlayers: 5})
+	srv := startServer(t, Config{NewHandler: newHold, Status: StatusConfig{MaxPlayers: 5}})
 	addr := gameAddr(t, srv)
 	a := dial(t, addr, raknet.Dialer{})
 	a.login("Alex")
@@ -174,20 +183,26 @@ func TestOnShutdown(t *testing.T) {
 	var calls atomic.Int64
 	var srv *Server
 	open := -1
-	srv = startServer(t, Config{NewHandler: newHold, ShutdownMessage: "Bye.", OnShutdown: func(msg string) {
-		calls.Add(1)
-		if msg != "Bye." {
-			t.Errorf("OnShutdown got %q, want the shutdown message", msg)
-		}
-		open = 0
-		for _, s := range srv.Sessions() {
-			select {
-			case <-s.Done():
-			default:
-				open++
-			}
-		}
-	}})
+	srv = startServer(t, Config{
+		NewHandler: newHold,
+		Shutdown: ShutdownConfig{
+			Message: "Bye.",
+			OnClose: func(msg string) {
+				calls.Add(1)
+				if msg != "Bye." {
+					t.Errorf("OnShutdown got %q, want the shutdown message", msg)
+				}
+				open = 0
+				for _, s := range srv.Sessions() {
+					select {
+					case <-s.Done():
+					default:
+						open++
+					}
+				}
+			},
+		},
+	})
 	c := dial(t, gameAddr(t, srv), raknet.Dialer{})
 	c.login("Alex")
 	c.sync()

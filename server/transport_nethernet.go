@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,16 +23,16 @@ func (srv *Server) listenNetherNet() error {
 		return nil
 	}
 	udp := game[0].Addr().(*net.UDPAddr)
-	addr := c.NetherNetAddress
+	addr := c.NetherNet.Address
 	if addr == "" {
 		addr = udp.String()
 	}
 	nc := nethernet.Config{
 		Addr:          addr,
-		PublicAddress: c.PublicAddress,
-		TLSCert:       c.NetherNetTLSCert,
-		TLSKey:        c.NetherNetTLSKey,
-		IdentityKey:   c.NetherNetIdentityKey,
+		PublicAddress: c.Network.PublicAddress,
+		TLSCert:       c.NetherNet.TLSCert,
+		TLSKey:        c.NetherNet.TLSKey,
+		IdentityKey:   c.NetherNet.IdentityKey,
 		// The game always proves a key, which its Login must then
 		// carry. Offline tools prove none: in online mode they are
 		// refused, as their Logins could be replayed over NetherNet,
@@ -50,11 +51,11 @@ func (srv *Server) listenNetherNet() error {
 			return err
 		}
 	}
-	if len(c.TrustedProxies) > 0 {
+	if len(c.Network.TrustedProxies) > 0 {
 		// The signalling takes PROXY headers from the proxies the
 		// RakNet listener takes them from.
-		nc.ProxyProtocol = c.ProxyProtocol
-		proxies := c.TrustedProxies
+		nc.ProxyProtocol = c.Network.ProxyProtocol
+		proxies := c.Network.TrustedProxies
 		nc.TrustedProxy = func(a netip.Addr) bool {
 			for _, p := range proxies {
 				if p.Contains(a) {
@@ -64,10 +65,10 @@ func (srv *Server) listenNetherNet() error {
 			return false
 		}
 	}
-	if c.LANDiscovery {
-		nc.LANAddr = cmp(c.NetherNetLANAddress, lanAddress(udp.IP))
+	if c.Network.LANDiscovery {
+		nc.LANAddr = cmp.Or(c.NetherNet.LANAddress, lanAddress(udp.IP))
 	}
-	switch p := c.NetherNetICEPort; {
+	switch p := c.NetherNet.ICEPort; {
 	case p > 0:
 		nc.ICEAddr = net.JoinHostPort(udp.IP.String(), strconv.Itoa(p))
 	case p < 0:
@@ -80,7 +81,7 @@ func (srv *Server) listenNetherNet() error {
 	}
 	l, err := nc.Listen()
 	if err != nil {
-		if c.NetherNetAddress == "" && portOf(srv.gameAddress()) == 0 && errors.Is(err, syscall.EADDRINUSE) {
+		if c.NetherNet.Address == "" && portOf(srv.gameAddress()) == 0 && errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%w: %w", errTwinTaken, err)
 		}
 		key := "network.address_v4"
@@ -114,10 +115,10 @@ var errTwinTaken = errors.New("the game port's TCP twin is taken")
 // gameAddress returns the configured address of the game listener
 // NetherNet follows: IPv4's, or IPv6's without it.
 func (srv *Server) gameAddress() string {
-	if srv.conf.AddressV4 != "" {
-		return srv.conf.AddressV4
+	if srv.conf.Network.AddressV4 != "" {
+		return srv.conf.Network.AddressV4
 	}
-	return srv.conf.AddressV6
+	return srv.conf.Network.AddressV6
 }
 
 // withICE returns lc handing the STUN and DTLS datagrams it reads to
@@ -126,7 +127,7 @@ func (srv *Server) gameAddress() string {
 // there is no IPv4 one.
 func (srv *Server) withICE(lc raknet.ListenConfig, v6 bool) raknet.ListenConfig {
 	c := srv.conf
-	if !c.NetherNet || c.NetherNetICEPort != 0 || v6 && c.AddressV4 != "" {
+	if !c.NetherNet.Enabled || c.NetherNet.ICEPort != 0 || v6 && c.Network.AddressV4 != "" {
 		return lc
 	}
 	srv.demux = nethernet.NewDemux(0)

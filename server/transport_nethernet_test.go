@@ -16,7 +16,7 @@ import (
 // With NetherNet on, the signalling answers on TCP at the game port, the
 // NetherNet metrics are reported, and a refused offer is counted.
 func TestNetherNetListenerAndMetrics(t *testing.T) {
-	srv := startServer(t, Config{AddressV4: bothFree(t), MetricsAddress: "127.0.0.1:0", NetherNet: true})
+	srv := startServer(t, Config{Network: NetworkConfig{AddressV4: bothFree(t)}, Metrics: MetricsConfig{Address: "127.0.0.1:0"}, NetherNet: NetherNetConfig{Enabled: true}})
 	addr := srv.NetherNetAddr()
 	if addr == nil {
 		t.Fatal("no NetherNet listener")
@@ -62,9 +62,18 @@ func TestNetherNetOff(t *testing.T) {
 // RakNet GUID with the live player count.
 func TestNetherNetLANDiscovery(t *testing.T) {
 	srv := startServer(t, Config{
-		AddressV4: bothFree(t), NetherNet: true, LANDiscovery: true,
-		LANAddressV4: "127.0.0.1:0", NetherNetLANAddress: "0.0.0.0:0",
-		Name: "LAN test",
+		Network: NetworkConfig{
+			AddressV4:    bothFree(t),
+			LANDiscovery: true,
+			LANAddressV4: "127.0.0.1:0",
+		},
+		NetherNet: NetherNetConfig{
+			Enabled:    true,
+			LANAddress: "0.0.0.0:0",
+		},
+		Status: StatusConfig{
+			Name: "LAN test",
+		},
 	})
 	la := srv.NetherNetLANAddr()
 	if la == nil {
@@ -99,7 +108,7 @@ func TestNetherNetLANDiscovery(t *testing.T) {
 	_ = c.Close()
 
 	// network.lan_discovery = false: no NetherNet LAN discovery either.
-	off := startServer(t, Config{AddressV4: bothFree(t), NetherNet: true, NetherNetLANAddress: "0.0.0.0:0"})
+	off := startServer(t, Config{Network: NetworkConfig{AddressV4: bothFree(t)}, NetherNet: NetherNetConfig{Enabled: true, LANAddress: "0.0.0.0:0"}})
 	if a := off.NetherNetLANAddr(); a != nil {
 		t.Errorf("LAN discovery on %v with LANDiscovery off", a)
 	}

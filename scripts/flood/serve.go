@@ -39,7 +39,7 @@ func serve(kind string, maxConn int) error {
 		}()
 		addr, stop = l.Addr().String(), func() { _ = l.Close() }
 	case "bedrock":
-		srv := server.Config{AddressV4: "127.0.0.1:0", MaxConnections: maxConn}.New()
+		srv := server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}, RakNet: server.RakNetConfig{MaxConnections: maxConn}}.New()
 		if err := srv.Listen(); err != nil {
 			return err
 		}

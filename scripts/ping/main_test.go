@@ -33,12 +33,16 @@ func runPing(t *testing.T, args ...string) (int, string, string) {
 
 func TestPingOne(t *testing.T) {
 	srv := startServer(t, server.Config{
-		AddressV4:  "127.0.0.1:0",
-		AddressV6:  "[::1]:0",
-		Name:       "Ping test",
-		LevelName:  "Ping level",
-		MaxPlayers: 9,
-		GUID:       42,
+		Network: server.NetworkConfig{
+			AddressV4: "127.0.0.1:0",
+			AddressV6: "[::1]:0",
+		},
+		Status: server.StatusConfig{
+			Name:       "Ping test",
+			LevelName:  "Ping level",
+			MaxPlayers: 9,
+		},
+		GUID: 42,
 	})
 	for _, a := range srv.Addrs() {
 		code, out, errOut := runPing(t, "-timeout", "5s", a.String())
@@ -65,7 +69,7 @@ func TestPingOne(t *testing.T) {
 }
 
 func TestPingNoServer(t *testing.T) {
-	srv := startServer(t, server.Config{AddressV4: "127.0.0.1:0"})
+	srv := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}})
 	addr := srv.Addrs()[0].String()
 	_ = srv.Close()
 	start := time.Now()
@@ -79,9 +83,9 @@ func TestPingNoServer(t *testing.T) {
 }
 
 func TestScanAddressList(t *testing.T) {
-	a := startServer(t, server.Config{AddressV4: "127.0.0.1:0", Name: "Server A"})
-	b := startServer(t, server.Config{AddressV6: "[::1]:0", Name: "Server B"})
-	closed := startServer(t, server.Config{AddressV4: "127.0.0.1:0"})
+	a := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}, Status: server.StatusConfig{Name: "Server A"}})
+	b := startServer(t, server.Config{Network: server.NetworkConfig{AddressV6: "[::1]:0"}, Status: server.StatusConfig{Name: "Server B"}})
+	closed := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}})
 	gone := closed.Addrs()[0].String()
 	_ = closed.Close()
 	// b's port without its address: -port fills it in.
@@ -107,7 +111,7 @@ func TestScanLoopbackBroadcast(t *testing.T) {
 	// Broadcasts reach only sockets bound to the wildcard address, so this
 	// server listens on 0.0.0.0 (a random port); the broadcast itself stays
 	// on the loopback interface.
-	srv := startServer(t, server.Config{AddressV4: "0.0.0.0:0", Name: "Broadcast test"})
+	srv := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "0.0.0.0:0"}, Status: server.StatusConfig{Name: "Broadcast test"}})
 	p := strconv.Itoa(int(srv.Status().PortV4))
 	code, out, errOut := runPing(t, "-scan", "-timeout", "700ms", "-port", p, "-broadcast", "127.255.255.255")
 	if code != 0 {
@@ -119,7 +123,7 @@ func TestScanLoopbackBroadcast(t *testing.T) {
 }
 
 func TestScanNothing(t *testing.T) {
-	srv := startServer(t, server.Config{AddressV4: "127.0.0.1:0"})
+	srv := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}})
 	addr := srv.Addrs()[0].String()
 	_ = srv.Close()
 	code, out, errOut := runPing(t, "-scan", "-timeout", "300ms", "-broadcast", addr)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestQueryOne(t *testing.T) {
-	srv := startServer(t, server.Config{AddressV4: "127.0.0.1:0", Query: true, Name: "Query test", LevelName: "Query level", MaxPlayers: 7})
+	srv := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0", Query: true}, Status: server.StatusConfig{Name: "Query test", LevelName: "Query level", MaxPlayers: 7}})
 	addr := srv.Addrs()[0].String()
 	code, out, errOut := runPing(t, "-query", "-timeout", "5s", addr)
 	if code != 0 {
@@ -33,7 +33,7 @@ func TestQueryOne(t *testing.T) {
 }
 
 func TestQueryUnanswered(t *testing.T) {
-	srv := startServer(t, server.Config{AddressV4: "127.0.0.1:0"}) // Query off
+	srv := startServer(t, server.Config{Network: server.NetworkConfig{AddressV4: "127.0.0.1:0"}}) // Query off
 	code, _, errOut := runPing(t, "-query", "-timeout", "300ms", srv.Addrs()[0].String())
 	if code != 1 || !strings.Contains(errOut, "no handshake reply") {
 		t.Errorf("got exit %d with %q, want 1 and no handshake reply", code, errOut)

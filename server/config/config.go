@@ -374,52 +374,66 @@ func (uc UserConfig) Config(log *zerolog.Logger) (server.Config, error) {
 		l = &nop
 	}
 	c := server.Config{
-		Log:                log,
-		AddressV4:          uc.Network.AddressV4,
-		AddressV6:          uc.Network.AddressV6,
-		LANDiscovery:       uc.Network.LANDiscovery,
-		Query:              uc.Network.Query,
-		Sockets:            uc.Network.Sockets,
-		PublicAddress:      mustPublicAddress(uc.Network.PublicAddress),
+		Log: log,
+		Network: server.NetworkConfig{
+			AddressV4:     uc.Network.AddressV4,
+			AddressV6:     uc.Network.AddressV6,
+			LANDiscovery:  uc.Network.LANDiscovery,
+			Query:         uc.Network.Query,
+			PublicAddress: mustPublicAddress(uc.Network.PublicAddress),
+		},
+		RakNet: server.RakNetConfig{
+			Sockets:        uc.Network.Sockets,
+			MaxMTU:         uc.RakNet.MaxMTU,
+			MaxConnections: uc.RakNet.MaxConnections,
+			MemoryBudget:   uc.RakNet.MemoryBudget,
+		},
 		EncryptionDisabled: !uc.Network.Encryption,
-		NetherNet:          uc.Network.NetherNet,
-		NetherNetICEPort:   uc.Network.NetherNetICEPort,
-		Name:               uc.Server.Name,
-		LevelName:          uc.Server.LevelName,
-		Edition:            motd.Edition(uc.Server.Edition),
-		GameMode:           uc.Server.GameMode,
-		MaxPlayers:         uc.Server.MaxPlayers,
-		Version:            uc.Server.Version,
-		Protocol:           int32(uc.Server.Protocol),
-		DisconnectMessage:  uc.Server.DisconnectMessage,
-		ShutdownMessage:    uc.Server.ShutdownMessage,
-		Handler:            server.BuiltinHandler(uc.Server.Handler),
-		Greeting:           uc.Server.Greeting,
-		GUIDFile:           uc.Server.GUIDFile,
-		MaxMTU:             uc.RakNet.MaxMTU,
-		MaxConnections:     uc.RakNet.MaxConnections,
-		MemoryBudget:       uc.RakNet.MemoryBudget,
-		MetricsAddress:     uc.Metrics.Address,
-		MetricsPprof:       uc.Metrics.Pprof,
+		NetherNet: server.NetherNetConfig{
+			Enabled: uc.Network.NetherNet,
+			ICEPort: uc.Network.NetherNetICEPort,
+		},
+		Status: server.StatusConfig{
+			Name:       uc.Server.Name,
+			LevelName:  uc.Server.LevelName,
+			Edition:    motd.Edition(uc.Server.Edition),
+			GameMode:   uc.Server.GameMode,
+			MaxPlayers: uc.Server.MaxPlayers,
+			Version:    uc.Server.Version,
+			Protocol:   int32(uc.Server.Protocol),
+		},
+		DisconnectMessage: uc.Server.DisconnectMessage,
+		Shutdown: server.ShutdownConfig{
+			Message: uc.Server.ShutdownMessage,
+		},
+		Handler: server.BuiltinHandler(uc.Server.Handler),
+		Lobby: lobby.Config{
+			Greeting: uc.Server.Greeting,
+		},
+		GUIDFile: uc.Server.GUIDFile,
+		Metrics: server.MetricsConfig{
+			Address: uc.Metrics.Address,
+			Pprof:   uc.Metrics.Pprof,
+		},
 	}
 	for _, p := range uc.Server.AcceptedProtocols {
 		c.AcceptedProtocols = append(c.AcceptedProtocols, int32(p))
 	}
-	c.ProxyProtocol = uc.Network.ProxyProtocol
+	c.Network.ProxyProtocol = uc.Network.ProxyProtocol
 	for _, p := range uc.Network.TrustedProxies {
 		pp, _ := parseProxyPrefix(p) // checked by Validate
-		c.TrustedProxies = append(c.TrustedProxies, pp)
+		c.Network.TrustedProxies = append(c.Network.TrustedProxies, pp)
 	}
 	for _, v := range uc.RakNet.ProtocolVersions {
-		c.RakNetProtocols = append(c.RakNetProtocols, byte(v))
+		c.RakNet.ProtocolVersions = append(c.RakNet.ProtocolVersions, byte(v))
 	}
 	// Checked by Validate.
-	c.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
+	c.RakNet.Timeout, _ = time.ParseDuration(uc.RakNet.Timeout)
 	c.LoginTimeout, _ = time.ParseDuration(uc.Server.LoginTimeout)
-	c.ShutdownGrace, _ = time.ParseDuration(uc.Server.ShutdownGrace)
-	c.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
-	if c.MaxConnectionsPerIP == 0 {
-		c.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms
+	c.Shutdown.Grace, _ = time.ParseDuration(uc.Server.ShutdownGrace)
+	c.RakNet.MaxConnectionsPerIP = uc.RakNet.MaxConnectionsPerIP
+	if c.RakNet.MaxConnectionsPerIP == 0 {
+		c.RakNet.MaxConnectionsPerIP = -1 // no cap, in ListenConfig's terms
 	}
 	if c.GUIDFile == "" {
 		c.GUIDFile = cmp.Or(uc.name, "config") + ".guid"
@@ -431,8 +445,8 @@ func (uc UserConfig) Config(log *zerolog.Logger) (server.Config, error) {
 	if c.Auth.Issuer == "" {
 		c.Auth.Issuer = "-" // none, in auth.Config's terms
 	}
-	c.Allowlist = uc.Server.Allowlist
-	c.AllowlistFile, c.BansFile = uc.resolve(uc.Server.AllowlistFile), uc.resolve(uc.Server.BansFile)
+	c.Access.Allowlist = uc.Server.Allowlist
+	c.Access.AllowlistFile, c.Access.BansFile = uc.resolve(uc.Server.AllowlistFile), uc.resolve(uc.Server.BansFile)
 	_, statErr := os.Stat(c.GUIDFile)
 	guid, err := server.LoadOrCreateGUID(c.GUIDFile)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/basaltmc/basalt/session/auth"
 	"github.com/basaltmc/basalt/session/lobby"
@@ -353,46 +354,60 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("GUID file %q: %v", b, err)
 	}
 	want := server.Config{
-		Log:                 &log,
-		AddressV4:           "0.0.0.0:19132",
-		AddressV6:           "[::]:19133",
-		LANDiscovery:        true,
-		Query:               true,
-		Name:                "Basalt",
-		LevelName:           "Bedrock level",
-		Edition:             motd.EditionBedrock,
-		GameMode:            "Survival",
-		MaxPlayers:          20,
-		Version:             "1.26.60",
-		Protocol:            2225,
-		AcceptedProtocols:   []int32{2193, 2225},
-		DisconnectMessage:   DefaultUserConfig().Server.DisconnectMessage,
-		ShutdownMessage:     "Server closed.",
-		Handler:             server.HandlerGate,
-		Greeting:            lobby.DefaultGreeting,
-		GUIDFile:            guidFile,
-		GUID:                guid,
-		LoginTimeout:        10 * time.Second,
-		Sockets:             1,
-		MaxMTU:              1400,
-		MaxConnections:      0,
-		Timeout:             10 * time.Second,
-		RakNetProtocols:     []byte{11, 10},
-		MaxConnectionsPerIP: 16,
-		MemoryBudget:        128 << 20,
-		Auth:                auth.Config{DiscoveryURL: auth.DefaultDiscoveryURL, Issuer: auth.DefaultIssuer},
-		AllowlistFile:       filepath.Join(dir, "allowlist.json"),
-		BansFile:            filepath.Join(dir, "bans.json"),
-		NetherNet:           true,
-		// The key is new; its file is checked below.
-		NetherNetIdentityKey:  c.NetherNetIdentityKey,
-		NetherNetIdentityFile: filepath.Join(dir, "nethernet_identity"),
+		Log: &log,
+		Network: server.NetworkConfig{
+			AddressV4:    "0.0.0.0:19132",
+			AddressV6:    "[::]:19133",
+			LANDiscovery: true,
+			Query:        true,
+		},
+		Status: server.StatusConfig{
+			Name:       "Basalt",
+			LevelName:  "Bedrock level",
+			Edition:    motd.EditionBedrock,
+			GameMode:   "Survival",
+			MaxPlayers: 20,
+			Version:    "1.26.60",
+			Protocol:   2225,
+		},
+		AcceptedProtocols: []int32{2193, 2225},
+		DisconnectMessage: DefaultUserConfig().Server.DisconnectMessage,
+		Shutdown: server.ShutdownConfig{
+			Message: "Server closed.",
+		},
+		Handler: server.HandlerGate,
+		Lobby: lobby.Config{
+			Greeting: lobby.DefaultGreeting,
+		},
+		GUIDFile:     guidFile,
+		GUID:         guid,
+		LoginTimeout: 10 * time.Second,
+		RakNet: server.RakNetConfig{
+			Sockets:             1,
+			MaxMTU:              1400,
+			MaxConnections:      0,
+			Timeout:             10 * time.Second,
+			ProtocolVersions:    []byte{11, 10},
+			MaxConnectionsPerIP: 16,
+			MemoryBudget:        128 << 20,
+		},
+		Auth: auth.Config{DiscoveryURL: auth.DefaultDiscoveryURL, Issuer: auth.DefaultIssuer},
+		Access: access.Config{
+			AllowlistFile: filepath.Join(dir, "allowlist.json"),
+			BansFile:      filepath.Join(dir, "bans.json"),
+		},
+		NetherNet: server.NetherNetConfig{
+			Enabled: true,
+			// The key is new; its file is checked below.
+			IdentityKey:  c.NetherNet.IdentityKey,
+			IdentityFile: filepath.Join(dir, "nethernet_identity"),
+		},
 		// For errors found once the server runs to name their line.
 		KeyLines: keyLines(DefaultFile()),
 	}
-	if c.NetherNetIdentityKey == nil {
+	if c.NetherNet.IdentityKey == nil {
 		t.Error("no NetherNet identity key")
-	} else if k, created, err := nethernet.LoadIdentityKey(want.NetherNetIdentityFile); err != nil || created || !k.Equal(c.NetherNetIdentityKey) {
+	} else if k, created, err := nethernet.LoadIdentityKey(want.NetherNet.IdentityFile); err != nil || created || !k.Equal(c.NetherNet.IdentityKey) {
 		t.Errorf("identity file: created %v, %v, or not the key loaded", created, err)
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -416,22 +431,22 @@ func TestConfigConversions(t *testing.T) {
 	}{
 		// 0 is left for Config.New, which adds the slack to the players.
 		{"max connections from many players", func(uc *UserConfig) { uc.Server.MaxPlayers = 200 }, func(t *testing.T, c server.Config) {
-			if got, want := c.MaxConnections, 0; got != want {
+			if got, want := c.RakNet.MaxConnections, 0; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"explicit max connections", func(uc *UserConfig) { uc.RakNet.MaxConnections = 50 }, func(t *testing.T, c server.Config) {
-			if got, want := c.MaxConnections, 50; got != want {
+			if got, want := c.RakNet.MaxConnections, 50; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"timeout", func(uc *UserConfig) { uc.RakNet.Timeout = "1m30s" }, func(t *testing.T, c server.Config) {
-			if got, want := c.Timeout, 90*time.Second; got != want {
+			if got, want := c.RakNet.Timeout, 90*time.Second; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"education", func(uc *UserConfig) { uc.Server.Edition = "MCEE" }, func(t *testing.T, c server.Config) {
-			if got, want := c.Edition, motd.EditionEducation; got != want {
+			if got, want := c.Status.Edition, motd.EditionEducation; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
@@ -441,12 +456,12 @@ func TestConfigConversions(t *testing.T) {
 			}
 		}},
 		{"connections per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 3 }, func(t *testing.T, c server.Config) {
-			if got, want := c.MaxConnectionsPerIP, 3; got != want {
+			if got, want := c.RakNet.MaxConnectionsPerIP, 3; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"no limit per IP", func(uc *UserConfig) { uc.RakNet.MaxConnectionsPerIP = 0 }, func(t *testing.T, c server.Config) {
-			if got := c.MaxConnectionsPerIP; got >= 0 {
+			if got := c.RakNet.MaxConnectionsPerIP; got >= 0 {
 				t.Errorf("got %v, want negative (no cap)", got)
 			}
 		}},
@@ -454,37 +469,37 @@ func TestConfigConversions(t *testing.T) {
 			uc.Network.ProxyProtocol, uc.Network.TrustedProxies = true, []string{"203.0.113.0/24", "198.51.100.7", "2001:db8::1"}
 		}, func(t *testing.T, c server.Config) {
 			want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::1/128")}
-			if !c.ProxyProtocol || !slices.Equal(c.TrustedProxies, want) {
-				t.Errorf("got %v %v, want true %v", c.ProxyProtocol, c.TrustedProxies, want)
+			if !c.Network.ProxyProtocol || !slices.Equal(c.Network.TrustedProxies, want) {
+				t.Errorf("got %v %v, want true %v", c.Network.ProxyProtocol, c.Network.TrustedProxies, want)
 			}
 		}},
 		{"no public address", func(uc *UserConfig) {}, func(t *testing.T, c server.Config) {
-			if c.PublicAddress.IsValid() {
-				t.Errorf("got %v, want the zero value", c.PublicAddress)
+			if c.Network.PublicAddress.IsValid() {
+				t.Errorf("got %v, want the zero value", c.Network.PublicAddress)
 			}
 		}},
 		{"public address", func(uc *UserConfig) { uc.Network.PublicAddress = "203.0.113.5:25000" }, func(t *testing.T, c server.Config) {
-			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:25000"); got != want {
+			if got, want := c.Network.PublicAddress, netip.MustParseAddrPort("203.0.113.5:25000"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"public IPv6 address", func(uc *UserConfig) { uc.Network.PublicAddress = "[2001:db8::7]:19133" }, func(t *testing.T, c server.Config) {
-			if got, want := c.PublicAddress, netip.MustParseAddrPort("[2001:db8::7]:19133"); got != want {
+			if got, want := c.Network.PublicAddress, netip.MustParseAddrPort("[2001:db8::7]:19133"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"mapped public address", func(uc *UserConfig) { uc.Network.PublicAddress = "[::ffff:203.0.113.5]:19132" }, func(t *testing.T, c server.Config) {
-			if got, want := c.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
+			if got, want := c.Network.PublicAddress, netip.MustParseAddrPort("203.0.113.5:19132"); got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"shutdown grace", func(uc *UserConfig) { uc.Server.ShutdownGrace = "5m" }, func(t *testing.T, c server.Config) {
-			if got, want := c.ShutdownGrace, 5*time.Minute; got != want {
+			if got, want := c.Shutdown.Grace, 5*time.Minute; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},
 		{"memory budget", func(uc *UserConfig) { uc.RakNet.MemoryBudget = 32 << 20 }, func(t *testing.T, c server.Config) {
-			if got, want := c.MemoryBudget, 32<<20; got != want {
+			if got, want := c.RakNet.MemoryBudget, 32<<20; got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		}},

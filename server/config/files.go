@@ -27,7 +27,7 @@ func loadCookieSecret(c *server.Config, path, dir string, log *zerolog.Logger) e
 	if err != nil {
 		return server.FileError("network.cookie_secret_file", err, "")
 	}
-	c.CookieSecret, c.CookieSecretFile = secret, path
+	c.Network.CookieSecret, c.Network.CookieSecretFile = secret, path
 	if errors.Is(statErr, fs.ErrNotExist) {
 		log.Info().Str("path", path).Msg("created cookie secret file")
 	} else if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
@@ -48,20 +48,20 @@ func loadNetherNet(c *server.Config, uc UserConfig, log *zerolog.Logger) error {
 		}
 		return filepath.Join(dir, path)
 	}
-	c.NetherNetTLSCert = resolve(n.NetherNetTLSCert, uc.dir)
-	c.NetherNetTLSKey = resolve(n.NetherNetTLSKey, uc.dir)
+	c.NetherNet.TLSCert = resolve(n.NetherNetTLSCert, uc.dir)
+	c.NetherNet.TLSKey = resolve(n.NetherNetTLSKey, uc.dir)
 	if !n.NetherNet || n.NetherNetIDFile == "" {
 		return nil
 	}
-	c.NetherNetIdentityFile = resolve(n.NetherNetIDFile, filepath.Dir(c.GUIDFile))
-	key, created, err := nethernet.LoadIdentityKey(c.NetherNetIdentityFile)
+	c.NetherNet.IdentityFile = resolve(n.NetherNetIDFile, filepath.Dir(c.GUIDFile))
+	key, created, err := nethernet.LoadIdentityKey(c.NetherNet.IdentityFile)
 	if err != nil {
 		return server.FileError("network.nethernet_identity_file", err,
 			"delete the file to make a new key (players who trusted the old one are asked again), or set network.nethernet_identity_file to the right file")
 	}
-	c.NetherNetIdentityKey = key
+	c.NetherNet.IdentityKey = key
 	if created {
-		log.Info().Str("path", c.NetherNetIdentityFile).Msg("created NetherNet identity key file")
+		log.Info().Str("path", c.NetherNet.IdentityFile).Msg("created NetherNet identity key file")
 	}
 	return nil
 }

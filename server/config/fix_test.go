@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/basaltmc/basalt/server"
+	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/server/internal/checks"
 )
 
@@ -176,8 +177,17 @@ func TestAccessFileErrorsSayTheFix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
-				AllowlistFile: tc.allow, BansFile: tc.bans, AccessPollInterval: -1}.New()
+			srv := server.Config{
+				AuthenticationDisabled: true,
+				Network: server.NetworkConfig{
+					AddressV4: "127.0.0.1:0",
+				},
+				Access: access.Config{
+					AllowlistFile: tc.allow,
+					BansFile:      tc.bans,
+					PollInterval:  -1,
+				},
+			}.New()
 			err := srv.Listen()
 			_ = srv.Close()
 			checks.Fixes(t, err, tc.key, 0)
@@ -190,8 +200,17 @@ func TestAccessFileErrorsSayTheFix(t *testing.T) {
 func TestReloadErrorsSayTheFix(t *testing.T) {
 	dir := t.TempDir()
 	allow, bans := filepath.Join(dir, "allowlist.json"), filepath.Join(dir, "bans.json")
-	srv := server.Config{AuthenticationDisabled: true, AddressV4: "127.0.0.1:0",
-		AllowlistFile: allow, BansFile: bans, AccessPollInterval: -1}.New()
+	srv := server.Config{
+		AuthenticationDisabled: true,
+		Network: server.NetworkConfig{
+			AddressV4: "127.0.0.1:0",
+		},
+		Access: access.Config{
+			AllowlistFile: allow,
+			BansFile:      bans,
+			PollInterval:  -1,
+		},
+	}.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ func TestMetricsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MetricsAddress != "127.0.0.1:9100" || !c.MetricsPprof {
-		t.Errorf("Config: got address %q, pprof %v, want \"127.0.0.1:9100\", true", c.MetricsAddress, c.MetricsPprof)
+	if c.Metrics.Address != "127.0.0.1:9100" || !c.Metrics.Pprof {
+		t.Errorf("Config: got address %q, pprof %v, want \"127.0.0.1:9100\", true", c.Metrics.Address, c.Metrics.Pprof)
 	}
 	if d := DefaultUserConfig(); d.Metrics.Address != "" || d.Metrics.Pprof {
 		t.Errorf("defaults: got address %q, pprof %v, want metrics off", d.Metrics.Address, d.Metrics.Pprof)
@@ -88,22 +88,22 @@ func TestConfigCookieSecretFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CookieSecret != nil || c.CookieSecretFile != "" || !c.Query {
-		t.Errorf("no file: got secret %x from %q, query %v", c.CookieSecret, c.CookieSecretFile, c.Query)
+	if c.Network.CookieSecret != nil || c.Network.CookieSecretFile != "" || !c.Network.Query {
+		t.Errorf("no file: got secret %x from %q, query %v", c.Network.CookieSecret, c.Network.CookieSecretFile, c.Network.Query)
 	}
 	uc.Network.CookieSecretFile = "cookie_secret"
 	a, err := uc.Config(&log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, "cookie_secret"); a.CookieSecretFile != want || len(a.CookieSecret) != 32 {
-		t.Errorf("got %d bytes from %q, want 32 from %q", len(a.CookieSecret), a.CookieSecretFile, want)
+	if want := filepath.Join(dir, "cookie_secret"); a.Network.CookieSecretFile != want || len(a.Network.CookieSecret) != 32 {
+		t.Errorf("got %d bytes from %q, want 32 from %q", len(a.Network.CookieSecret), a.Network.CookieSecretFile, want)
 	}
 	b, err := uc.Config(&log)
-	if err != nil || !bytes.Equal(a.CookieSecret, b.CookieSecret) {
-		t.Errorf("second load: got %x, %v, want %x", b.CookieSecret, err, a.CookieSecret)
+	if err != nil || !bytes.Equal(a.Network.CookieSecret, b.Network.CookieSecret) {
+		t.Errorf("second load: got %x, %v, want %x", b.Network.CookieSecret, err, a.Network.CookieSecret)
 	}
-	if err := os.WriteFile(a.CookieSecretFile, []byte("junk"), 0o600); err != nil {
+	if err := os.WriteFile(a.Network.CookieSecretFile, []byte("junk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := uc.Config(&log); err == nil {
