@@ -12,8 +12,8 @@ import (
 //     {session/lobby → session/join → session/packets → session, motd,
 //     raknet}, and each
 //     package lists exactly which of ours it may reach;
-//   - raknet's internals use the standard library only, but for guard's
-//     SipHash; session and raknet use only their few listed libraries;
+//   - raknet's internals and its PROXY header decoders use the standard
+//     library only, but for guard's SipHash; session and raknet use only their few listed libraries;
 //   - nothing that ships reaches the test-only packages: the simulated
 //     network, packetstest, authtest, integration/... (leaktest among them),
 //     scripts/..., go-raknet, or any of gophertunnel but its packet
@@ -40,7 +40,8 @@ func TestImportDirection(t *testing.T) {
 		{"raknet/internal/simnet", nil, nil},
 		{"raknet/internal/reliability", []string{"raknet/internal/wire"}, nil},
 		{"raknet/internal/guard", nil, []string{"github.com/dchest/siphash"}},
-		{"raknet", []string{"raknet/internal/wire", "raknet/internal/reliability", "raknet/internal/guard"},
+		{"raknet/proxyproto", nil, nil},
+		{"raknet", []string{"raknet/internal/wire", "raknet/internal/reliability", "raknet/internal/guard", "raknet/proxyproto"},
 			[]string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "golang.org/x/net", "github.com/dchest/siphash"}},
 		{"session", nil, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress"}},
 		{"session/auth", []string{"session"}, []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "github.com/klauspost/compress", "github.com/coreos/go-oidc/", "github.com/go-jose/", "golang.org/x/oauth2"}},
