@@ -3,11 +3,10 @@ package query
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"net/netip"
 	"time"
 
-	"github.com/dchest/siphash"
+	"github.com/basaltmc/basalt/raknet"
 )
 
 // DefaultTokenPeriod is how often the token key rotates when NewTokens is
@@ -26,25 +25,15 @@ const tokenLabel = "basalt query token v1\x00"
 // so the server remembers nothing per client and a flood of handshakes
 // costs it no memory. A valid token in a stat request proves that its
 // sender receives datagrams at the address it claims, since the token was
-// only ever sent there.
-//
-// A token is the SipHash-2-4 of the epoch (now.UnixNano() / period,
-// floored), the client's 16-byte address (IPv4 unmapped first, so
-// ::ffff:1.2.3.4 and 1.2.3.4 agree) and its port, keyed with a key derived
-// from the secret; of the 64-bit hash it keeps 30 bits, then bit 0 carries
-// the epoch's parity so Verify knows which of the two live epochs to
-// check, and bit 31 is clear so that clients that parse the decimal as
-// signed and as unsigned agree. A forged token passes with probability
-// 2^-30 per guess, each guess costing a datagram that the listener's rate
-// limits count. This is the construction of the RakNet cookies
-// (raknet/internal/guard), with the epoch in the hashed input rather than
-// in a derived key, which costs one hash instead of a memo.
+// only ever sent there. The construction is raknet.AddressTokens (the
+// RakNet handshake cookies kept to 31 bits, so clients that parse the
+// decimal as signed and as unsigned agree), keyed with a key derived from
+// the secret for tokens alone.
 //
 // Tokens is safe for concurrent use; it is immutable after NewTokens. The
 // zero value is not usable.
 type Tokens struct {
-	k0, k1 uint64
-	period int64
+	t *raknet.AddressTokens
 }
 
 // NewTokens returns Tokens keyed from secret, rotating every period
@@ -67,46 +56,15 @@ func NewTokens(secret []byte, period time.Duration) *Tokens {
 		h.Write(secret)
 		copy(key[:], h.Sum(nil))
 	}
-	return &Tokens{
-		k0:     binary.LittleEndian.Uint64(key[:8]),
-		k1:     binary.LittleEndian.Uint64(key[8:]),
-		period: int64(period),
-	}
+	return &Tokens{t: raknet.NewAddressTokens(key, period)}
 }
 
 // Issue returns the token for a client at ap, valid from now until the end
 // of the next epoch. It is below 2^31 and allocates nothing.
-func (t *Tokens) Issue(ap netip.AddrPort, now time.Time) uint32 {
-	return t.token(t.epoch(now), ap)
-}
+func (t *Tokens) Issue(ap netip.AddrPort, now time.Time) uint32 { return t.t.Issue(ap, now) }
 
 // Verify reports whether token is one Issue returned for ap during the
 // epoch of now or the one before. It allocates nothing.
 func (t *Tokens) Verify(ap netip.AddrPort, token uint32, now time.Time) bool {
-	e := t.epoch(now)
-	if uint64(token&1) != e&1 {
-		e-- // issued during the previous epoch, or forged
-	}
-	return t.token(e, ap) == token
-}
-
-// epoch returns the number of whole periods between the Unix epoch and
-// now, rounded towards minus infinity.
-func (t *Tokens) epoch(now time.Time) uint64 {
-	n := now.UnixNano()
-	e := n / t.period
-	if n%t.period < 0 {
-		e--
-	}
-	return uint64(e)
-}
-
-// token computes the token of epoch e for ap.
-func (t *Tokens) token(e uint64, ap netip.AddrPort) uint32 {
-	var in [8 + 16 + 2]byte
-	binary.LittleEndian.PutUint64(in[:8], e)
-	*(*[16]byte)(in[8:24]) = ap.Addr().Unmap().As16()
-	binary.BigEndian.PutUint16(in[24:], ap.Port())
-	h := siphash.Hash(t.k0, t.k1, in[:])
-	return uint32(h)&0x7ffffffe | uint32(e&1)
+	return t.t.Verify(ap, token, now)
 }

@@ -101,11 +101,22 @@ func (c *Cookies) Issue(ap netip.AddrPort, proto byte, now time.Time) uint32 {
 // Request1 with (it answers any other with IncompatibleProtocolVersion and
 // issues no cookie for it).
 func (c *Cookies) Verify(ap netip.AddrPort, proto byte, cookie uint32, now time.Time) bool {
+	return c.VerifyMasked(ap, proto, cookie, ^uint32(0), now)
+}
+
+// VerifyMasked is Verify for cookies sent with only the bits of mask,
+// which must keep bit 0 (the epoch's parity): a cookie with a bit
+// outside mask is refused. Fewer bits make a forgery likelier: 2^-(n-1)
+// per guess for n bits kept.
+func (c *Cookies) VerifyMasked(ap netip.AddrPort, proto byte, cookie, mask uint32, now time.Time) bool {
+	if cookie&^mask != 0 {
+		return false
+	}
 	e := c.epoch(now)
 	if uint64(cookie&1) != e&1 {
 		e-- // issued during the previous epoch, or forged
 	}
-	return c.cookie(e, ap, proto) == cookie
+	return c.cookie(e, ap, proto)&mask == cookie
 }
 
 // epoch returns the number of whole periods between the Unix epoch and now,

@@ -242,3 +242,30 @@ func BenchmarkCookieDerive(b *testing.B) {
 	}
 	_ = sink
 }
+
+// A cookie sent with only the bits of a mask verifies with that mask;
+// one with a bit outside it, or altered within it, does not.
+func TestCookieVerifyMasked(t *testing.T) {
+	c := NewCookies(testSecret, 10*time.Second)
+	const mask = 1<<31 - 1
+	for i := range 1000 {
+		at := t0.Add(time.Duration(i) * 300 * time.Millisecond)
+		ap := netip.AddrPortFrom(clientV4.Addr(), uint16(i))
+		full := c.Issue(ap, raknetProtocol, at)
+		sent := full & mask
+		for _, tc := range []struct {
+			name   string
+			cookie uint32
+			want   bool
+		}{
+			{"masked", sent, true},
+			{"bit outside the mask", sent | 1<<31, false},
+			{"bit within it altered", sent ^ 0x10, false},
+			{"parity altered", sent ^ 1, false},
+		} {
+			if got := c.VerifyMasked(ap, raknetProtocol, tc.cookie, mask, at); got != tc.want {
+				t.Fatalf("%s, cookie %#x of %v: got %v, want %v", tc.name, tc.cookie, ap, got, tc.want)
+			}
+		}
+	}
+}
