@@ -13,7 +13,6 @@ import (
 // the accepted end echoing every message it reads until it closes.
 type echoPair struct {
 	client, server *Conn
-	done           chan struct{}
 }
 
 func newEchoPair(tb testing.TB) *echoPair {
@@ -34,24 +33,8 @@ func newEchoPair(tb testing.TB) *echoPair {
 	if err != nil {
 		tb.Fatalf("accept: %v", err)
 	}
-	p := &echoPair{client: client, server: server, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		for {
-			b, err := server.ReadPacket()
-			if err != nil {
-				return
-			}
-			if _, err := server.Write(b); err != nil {
-				return
-			}
-		}
-	}()
-	tb.Cleanup(func() {
-		_ = server.Close()
-		<-p.done
-	})
-	return p
+	simEcho(tb, server)
+	return &echoPair{client: client, server: server}
 }
 
 // exchange writes msg and reads the echo.

@@ -9,8 +9,9 @@ import (
 	"github.com/basaltmc/basalt/raknet/internal/simnet"
 )
 
-// simEcho has server echo every message it reads until it closes.
-func simEcho(t *testing.T, server *Conn) {
+// simEcho has server echo every message it reads until it closes, which
+// the test's cleanup does, waiting for the echo to end.
+func simEcho(t testing.TB, server *Conn) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
