@@ -1,6 +1,7 @@
 package packets
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/basaltmc/basalt/session"
@@ -20,15 +21,19 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 		p := session.Packet{ID: pk.ID(), Payload: payload}
-		b.Run(packetName(pk), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(payload)))
-			for b.Loop() {
-				if _, err := (Codec{}).Decode(p); err != nil {
-					b.Fatal(err)
+		// Both protocols: 2225 decodes PlayerAuthInput through its delta.
+		for _, proto := range Protocols() {
+			c := Codec{Protocol: proto}
+			b.Run(fmt.Sprintf("%s/%d", packetName(pk), proto), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(payload)))
+				for b.Loop() {
+					if _, err := c.Decode(p); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
