@@ -686,14 +686,10 @@ func TestPrismarineREADMEProgram(t *testing.T) {
 	readLog := func() []byte { b, _ := os.ReadFile(logFile); return b }
 	waitLog := func(want []map[string]any) {
 		t.Helper()
-		deadline := time.Now().Add(jsLobbyWait)
-		for missingLines(readLog(), want) != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %v in the program's log:\n%s", want, readLog())
-			}
-			// The program writes its log file as it goes; a few polls
-			// see the line.
-			time.Sleep(20 * time.Millisecond)
+		// The program writes its log file as it goes; a few polls see
+		// the line.
+		if !eventually(jsLobbyWait, func() bool { return missingLines(readLog(), want) == nil }) {
+			t.Fatalf("no %v in the program's log:\n%s", want, readLog())
 		}
 	}
 	waitLog([]map[string]any{{"message": "listening"}})
