@@ -107,7 +107,7 @@ type UserConfig struct {
 	Log struct {
 		Level       string `toml:"level" comment:"Least severe level written: \"trace\", \"debug\", \"info\", \"warn\" or \"error\"."`
 		Format      string `toml:"format" comment:"\"console\" for human-readable lines (coloured only on a terminal), \"json\" for one JSON object per line."`
-		File        string `toml:"file" comment:"File the log is written to instead of standard error, rotated by size. Empty means standard error, for a terminal or a process manager such as systemd. A relative path is relative to this file's directory."`
+		File        string `toml:"file" comment:"File the log is written to instead of standard error, rotated by size. Empty means standard error, for a terminal or a process manager such as systemd. A relative path is relative to this file's directory, and the directory is created if missing."`
 		FileMaxMiB  int    `toml:"file_max_mib" comment:"Size in MiB at which log.file is rotated: renamed with the time in its name and started afresh (1-10240)."`
 		FileBackups int    `toml:"file_backups" comment:"Rotated log files kept beside log.file; older ones are deleted. 0 keeps them all."`
 	} `toml:"log"`
