@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/integration/leaktest"
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/raknet"
 )
 
@@ -16,27 +17,10 @@ import (
 const pollEvery = 5 * time.Millisecond
 
 // eventually reports whether cond holds within timeout, looking again
-// every pollEvery. It is for the state of a real server, process or
-// socket that offers no event to wait on; cond runs on the caller's
-// goroutine.
+// every pollEvery (poll.Until): for the state of a real server, process
+// or socket that offers no event to wait on.
 func eventually(timeout time.Duration, cond func() bool) bool {
-	if cond() {
-		return true
-	}
-	poll := time.NewTicker(pollEvery)
-	defer poll.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-poll.C:
-			if cond() {
-				return true
-			}
-		case <-deadline.C:
-			return cond()
-		}
-	}
+	return poll.Until(timeout, pollEvery, cond)
 }
 
 // packetConn is what the tests need of a connection from either

@@ -51,6 +51,7 @@ func TestImportDirection(t *testing.T) {
 		{"server", []string{"server/...", "session/...", "motd", "raknet/..."}, anyLib},
 		{"", []string{"server/...", "session/...", "motd", "raknet/..."}, anyLib},
 		{"integration/leaktest", nil, nil},
+		{"integration/poll", nil, nil},
 	}
 	for _, r := range rules {
 		name := r.pkg

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/integration/leaktest"
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/integration/proxy"
 )
 
@@ -163,23 +164,7 @@ func recvExtra(c *net.UDPConn) [][]byte {
 // eventually reports whether cond holds within waitTimeout, looking
 // again every millisecond: the proxy's counters offer no event to wait on.
 func eventually(cond func() bool) bool {
-	if cond() {
-		return true
-	}
-	poll := time.NewTicker(time.Millisecond)
-	defer poll.Stop()
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-poll.C:
-			if cond() {
-				return true
-			}
-		case <-deadline.C:
-			return cond()
-		}
-	}
+	return poll.Until(waitTimeout, time.Millisecond, cond)
 }
 
 // wantStats waits for p's counters in direction d to equal want. Counters
