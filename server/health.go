@@ -69,7 +69,7 @@ func (srv *Server) Drain(ctx context.Context, grace time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-	case <-srv.statusDone: // Close has begun
+	case <-srv.adv.done: // Close has begun
 	}
 }
 

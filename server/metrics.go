@@ -199,7 +199,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	srv.mu.Lock()
 	listeners := srv.listeners()
 	sessions := slices.Collect(maps.Keys(srv.sessions))
-	players, totals := srv.players, srv.sessionCounts.totals
+	players, totals := srv.players, srv.stats.sessions.totals
 	srv.mu.Unlock()
 	for _, l := range listeners {
 		c.collectListener(ch, l)
@@ -214,7 +214,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.sessions, len(sessions))
 	gauge(c.players, players)
 	gauge(c.maxPlayers, srv.conf.Status.MaxPlayers)
-	m := &srv.sessionCounts
+	m := &srv.stats.sessions
 	count(c.ended, m.ended.Load())
 	count(c.handlerErrors, m.handlerErrors.Load())
 	count(c.handlerPanics, m.handlerPanics.Load())

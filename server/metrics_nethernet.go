@@ -48,7 +48,7 @@ func (m transportMetrics) collect(ch chan<- prometheus.Metric, srv *Server) {
 			players[name]++
 		}
 	}
-	nn := srv.nn
+	nn := srv.ls.nn
 	srv.mu.Unlock()
 	for name, n := range sessions {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(n), name)

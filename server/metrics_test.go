@@ -304,7 +304,7 @@ func TestMetricsHandlerErrors(t *testing.T) {
 	for _, name := range []string{"Error", "Panic", "Kicked", "Error"} {
 		dialBedrock(t, addr, name)
 	}
-	waitFor(t, "four sessions to end", func() bool { return srv.sessionCounts.ended.Load() == 4 })
+	waitFor(t, "four sessions to end", func() bool { return srv.stats.sessions.ended.Load() == 4 })
 	mfs := gather(t, srv)
 	for name, want := range map[string]float64{
 		"basalt_session_handler_errors_total": 2,

@@ -221,7 +221,7 @@ func TestQuery(t *testing.T) {
 	if want := []string{"Alex", "Steve"}; !reflect.DeepEqual(players, want) {
 		t.Errorf("players: got %v, want %v", players, want)
 	}
-	if st := srv.v4.Stats(); st.QueryAnswered != 3 {
+	if st := srv.ls.v4.Stats(); st.QueryAnswered != 3 {
 		t.Errorf("got %d queries answered, want 3", st.QueryAnswered)
 	}
 
@@ -231,7 +231,7 @@ func TestQuery(t *testing.T) {
 	if b := other.exchange(other.statRequest(token, true), 200*time.Millisecond); b != nil {
 		t.Errorf("token from another address answered with %q", b)
 	}
-	waitFor(t, "the refusal counted", func() bool { return srv.v4.Stats().Dropped > 0 })
+	waitFor(t, "the refusal counted", func() bool { return srv.ls.v4.Stats().Dropped > 0 })
 }
 
 // With Query off, fe fd datagrams go unanswered.
@@ -241,7 +241,7 @@ func TestQueryOff(t *testing.T) {
 	if b := q.exchange(append([]byte{0xfe, 0xfd, 0x09}, q.sess[:]...), 200*time.Millisecond); b != nil {
 		t.Errorf("got %q, want no reply", b)
 	}
-	if st := srv.v4.Stats(); st.QueryAnswered != 0 {
+	if st := srv.ls.v4.Stats(); st.QueryAnswered != 0 {
 		t.Errorf("got %d queries answered, want 0", st.QueryAnswered)
 	}
 }

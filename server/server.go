@@ -82,19 +82,9 @@ type Server struct {
 	// handler makes each player's handler: Config.NewHandler, or the gate.
 	handler func(*session.Session) (session.Handler, error)
 	// key signs and derives every session's encryption handshake.
-	key    *ecdsa.PrivateKey
-	base   motd.Status // the MOTD without player count and ports
-	status atomic.Value[motd.Status]
-	// maxPlayers is the player limit in force: Config.Status.MaxPlayers until
-	// UpdateStatus or the StatusProvider change it.
-	maxPlayers atomic.Int64
-	// self is the status the server computed itself, for the
-	// StatusProvider; guarded by mu.
-	self         motd.Status
-	provided     bool          // the provider has answered once; guarded by mu
-	statusKick   chan struct{} // wakes provideStatus
-	statusDone   chan struct{} // stops provideStatus
-	statusWarned atomic.Bool   // a bad provider is reported once
+	key *ecdsa.PrivateKey
+	// adv is what the server advertises in pongs.
+	adv advert
 
 	// sessCtx is the context sessions run under; cancelled last in Close,
 	// after they were told the server is closing.
@@ -108,17 +98,13 @@ type Server struct {
 	closing   bool
 	draining  atomic.Bool // Drain has begun; see health.go
 	started   time.Time
-	v4, v6    *raknet.Listener    // game listeners, nil when disabled
-	lan       []*raknet.Listener  // LAN discovery listeners opened
-	nn        *nethernet.Listener // nil unless serving NetherNet
-	demux     *nethernet.Demux    // ICE's view of the game socket, if shared
+	ls        listenerSet // every listener open
 	sessions  map[*session.Session]*entry
 	players   int
 
 	stats     counters
 	closeOnce sync.Once
 
-	sessionCounts sessionCounts
 	// lifecycle samples the info lines of players joining, leaving and
 	// being refused, which anyone able to log in can trigger: bursts of
 	// lifecycleBurst per lifecycleEvery, the rest dropped.
@@ -131,6 +117,16 @@ type Server struct {
 	// file watcher.
 	access     *access.Lists
 	accessDone chan struct{}
+}
+
+// listenerSet is every listener a server has open: the game listeners of
+// each family, the LAN discovery listeners and NetherNet's. Guarded by
+// Server.mu.
+type listenerSet struct {
+	v4, v6 *raknet.Listener    // game listeners, nil when disabled
+	lan    []*raknet.Listener  // LAN discovery listeners opened
+	nn     *nethernet.Listener // nil unless serving NetherNet
+	demux  *nethernet.Demux    // ICE's view of the game socket, if shared
 }
 
 // entry is what the registry keeps per session.
@@ -193,18 +189,17 @@ func (c Config) New() *Server {
 		handler:    c.NewHandler,
 		key:        newServerKey(),
 		sessions:   make(map[*session.Session]*entry),
-		statusKick: make(chan struct{}, 1),
-		statusDone: make(chan struct{}),
 		lifecycle:  &zerolog.BurstSampler{Burst: lifecycleBurst, Period: lifecycleEvery},
 		accessDone: make(chan struct{}),
 		verifier:   newVerifier(c),
 	}
+	srv.adv.kick, srv.adv.done = make(chan struct{}, 1), make(chan struct{})
 	srv.initAccess()
-	srv.maxPlayers.Store(int64(c.Status.MaxPlayers))
+	srv.adv.maxPlayers.Store(int64(c.Status.MaxPlayers))
 	if srv.handler == nil {
 		srv.handler = session.Gate(c.DisconnectMessage)
 	}
-	srv.base = motd.Status{
+	srv.adv.base = motd.Status{
 		Edition:         c.Status.Edition,
 		ServerName:      c.Status.Name,
 		Protocol:        int(c.Status.Protocol),
@@ -216,8 +211,8 @@ func (c Config) New() *Server {
 		GameModeNumeric: 1,
 		Extra:           []string{"0"},
 	}
-	srv.status.Store(srv.base)
-	srv.self = srv.base
+	srv.adv.status.Store(srv.adv.base)
+	srv.adv.self = srv.adv.base
 	srv.sessCtx, srv.cancel = context.WithCancel(context.Background())
 	return srv
 }
@@ -240,7 +235,7 @@ func (srv *Server) Listen() error {
 	if srv.closing {
 		return fmt.Errorf("listen: %w", net.ErrClosed)
 	}
-	if _, err := srv.base.Encode(); err != nil {
+	if _, err := srv.adv.base.Encode(); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	if err := srv.loadAccess(); err != nil {
@@ -258,14 +253,14 @@ func (srv *Server) Listen() error {
 		for _, g := range []struct {
 			addr, wildcard string
 			l              **raknet.Listener
-		}{{c.Network.AddressV4, "0.0.0.0", &srv.v4}, {c.Network.AddressV6, "::", &srv.v6}} {
+		}{{c.Network.AddressV4, "0.0.0.0", &srv.ls.v4}, {c.Network.AddressV6, "::", &srv.ls.v6}} {
 			if g.addr == "" {
 				continue
 			}
 			// An empty host means every address of this family only.
 			addr := withHost(g.addr, g.wildcard)
-			l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.v6), g.l == &srv.v6).Listen(addr)
-			if err != nil && srv.v4 != nil && noIPv6(err) {
+			l, err := srv.withICE(srv.withQuery(lc, g.l == &srv.ls.v6), g.l == &srv.ls.v6).Listen(addr)
+			if err != nil && srv.ls.v4 != nil && noIPv6(err) {
 				// A host without IPv6 (some containers) still serves IPv4.
 				srv.log.Warn().Err(err).Str("addr", addr).Msg("IPv6 is unavailable; serving IPv4 only")
 				continue
@@ -274,11 +269,11 @@ func (srv *Server) Listen() error {
 				for _, l := range srv.game() {
 					_ = l.Close()
 				}
-				srv.v4, srv.v6 = nil, nil
+				srv.ls.v4, srv.ls.v6 = nil, nil
 				srv.metrics.Close()
 				srv.metrics = nil
 				key := "network.address_v4"
-				if g.l == &srv.v6 {
+				if g.l == &srv.ls.v6 {
 					key = "network.address_v6"
 				}
 				return c.locate(&listenError{key: key, addr: addr, err: err})
@@ -295,7 +290,7 @@ func (srv *Server) Listen() error {
 		for _, l := range srv.game() {
 			_ = l.Close()
 		}
-		srv.v4, srv.v6 = nil, nil
+		srv.ls.v4, srv.ls.v6 = nil, nil
 		if errors.Is(err, errTwinTaken) && attempt < 8 {
 			continue
 		}
@@ -312,22 +307,22 @@ func (srv *Server) Listen() error {
 		srv.loops.Add(1)
 		go srv.accept(l)
 	}
-	if srv.nn != nil {
+	if srv.ls.nn != nil {
 		srv.loops.Add(1)
-		go srv.acceptNetherNet(srv.nn)
+		go srv.acceptNetherNet(srv.ls.nn)
 	}
 	if c.Status.Provider != nil {
 		srv.loops.Add(1)
-		go srv.provideStatus(srv.statusDone)
+		go srv.provideStatus(srv.adv.done)
 	}
 	srv.startAccess()
 	e := srv.log.Info().Int64("guid", c.GUID).Int("max_players", c.Status.MaxPlayers)
 	e.Strs("addrs", addrStrings(srv.game()))
-	if srv.nn != nil {
-		e.Str("nethernet", srv.nn.Addr().String())
+	if srv.ls.nn != nil {
+		e.Str("nethernet", srv.ls.nn.Addr().String())
 	}
-	if len(srv.lan) > 0 {
-		e.Strs("lan", addrStrings(srv.lan))
+	if len(srv.ls.lan) > 0 {
+		e.Strs("lan", addrStrings(srv.ls.lan))
 	}
 	e.Msg("listening")
 	return nil
@@ -364,7 +359,7 @@ func (srv *Server) listenLAN(lc raknet.ListenConfig) {
 	for _, g := range []struct {
 		game *raknet.Listener
 		addr string
-	}{{srv.v4, srv.conf.Network.LANAddressV4}, {srv.v6, srv.conf.Network.LANAddressV6}} {
+	}{{srv.ls.v4, srv.conf.Network.LANAddressV4}, {srv.ls.v6, srv.conf.Network.LANAddressV6}} {
 		if g.game == nil || port(g.game.Addr()) == portOf(g.addr) {
 			continue // no game listener, or it answers discovery itself
 		}
@@ -375,14 +370,14 @@ func (srv *Server) listenLAN(lc raknet.ListenConfig) {
 				Msg("LAN discovery listener not opened; the server will not be listed on the LAN from this port")
 			continue
 		}
-		srv.lan = append(srv.lan, l)
+		srv.ls.lan = append(srv.ls.lan, l)
 	}
 }
 
 // game returns the game listeners, IPv4 first.
 func (srv *Server) game() []*raknet.Listener {
 	var ls []*raknet.Listener
-	for _, l := range []*raknet.Listener{srv.v4, srv.v6} {
+	for _, l := range []*raknet.Listener{srv.ls.v4, srv.ls.v6} {
 		if l != nil {
 			ls = append(ls, l)
 		}
@@ -392,7 +387,7 @@ func (srv *Server) game() []*raknet.Listener {
 
 // listeners returns every open listener, game listeners first.
 func (srv *Server) listeners() []*raknet.Listener {
-	return append(srv.game(), srv.lan...)
+	return append(srv.game(), srv.ls.lan...)
 }
 
 // Run listens (unless Listen was called already), serves until ctx ends,
@@ -443,7 +438,7 @@ func (srv *Server) serve(c *raknet.Conn) {
 // serveConn starts a session over c, of any transport, and registers it.
 func (srv *Server) serveConn(c session.Conn) {
 	s := session.New(c, session.Config{
-		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.sessionCounts.handlerErrors)}.NewHandler,
+		NewHandler:        tracker{srv: srv, newHandler: countErrors(srv.handler, &srv.stats.sessions.handlerErrors)}.NewHandler,
 		AcceptedProtocols: srv.conf.AcceptedProtocols,
 		Encryption:        !srv.conf.EncryptionDisabled,
 		ServerKey:         srv.key,
@@ -474,7 +469,7 @@ func (srv *Server) run(s *session.Session) {
 	err := srv.runSafely(s)
 	_, loggedIn := s.Identity()
 	srv.stats.count(err, loggedIn)
-	srv.sessionCounts.count(err)
+	srv.stats.sessions.count(err)
 	if left, players := srv.remove(s); left {
 		l := s.Log().Sample(srv.lifecycle) // with the player, now logged in
 		e := l.Info().Stringer("duration", time.Since(start).Round(time.Millisecond)).Int("players", players)
@@ -515,7 +510,7 @@ func (srv *Server) remove(s *session.Session) (player bool, players int) {
 	defer srv.mu.Unlock()
 	e := srv.sessions[s]
 	delete(srv.sessions, s)
-	srv.sessionCounts.add(s.Stats())
+	srv.stats.sessions.add(s.Stats())
 	if e != nil && e.player {
 		srv.players--
 		srv.updateStatusLocked()
@@ -548,14 +543,14 @@ func (srv *Server) admit(s *session.Session) bool {
 // game ports and hands it to every listener. It runs with srv.mu held, so
 // updates reach the listeners in order.
 func (srv *Server) updateStatusLocked() {
-	st := srv.base
+	st := srv.adv.base
 	st.Players = srv.players
 	var p4, p6 uint16
-	if srv.v4 != nil {
-		p4 = port(srv.v4.Addr())
+	if srv.ls.v4 != nil {
+		p4 = port(srv.ls.v4.Addr())
 	}
-	if srv.v6 != nil {
-		p6 = port(srv.v6.Addr())
+	if srv.ls.v6 != nil {
+		p6 = port(srv.ls.v6.Addr())
 	}
 	// Clients connect to the port of their family; with one family
 	// disabled, both fields carry the other's port, as gophertunnel does.
@@ -586,11 +581,11 @@ func (srv *Server) Close() error {
 func (srv *Server) shutdown() {
 	srv.mu.Lock()
 	srv.closing = true
-	close(srv.statusDone)
+	close(srv.adv.done)
 	close(srv.accessDone)
 	sessions := slices.Collect(maps.Keys(srv.sessions))
 	listeners := srv.listeners()
-	nn := srv.nn
+	nn := srv.ls.nn
 	started := srv.started
 	srv.mu.Unlock()
 	defer srv.cancel()
@@ -640,7 +635,7 @@ wait:
 // Status returns the MOTD the server currently advertises. It is safe to
 // call at any time and never blocks.
 func (srv *Server) Status() motd.Status {
-	return srv.status.Load()
+	return srv.adv.status.Load()
 }
 
 // PlayerCount returns the number of players online: sessions holding a
@@ -675,7 +670,7 @@ func (srv *Server) Addrs() []net.Addr {
 func (srv *Server) LANAddrs() []net.Addr {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	return addrs(srv.lan)
+	return addrs(srv.ls.lan)
 }
 
 func addrs(ls []*raknet.Listener) []net.Addr {

@@ -45,6 +45,8 @@ type Stats struct {
 type counters struct {
 	preLoginTooLarge, tooLarge, budget, loginTimeouts, badChecksums atomic.Uint64
 	notSignedIn, authUnavailable, notAllowlisted, banned            atomic.Uint64
+	// sessions are the figures of the sessions that closed, for metrics.
+	sessions sessionCounts
 }
 
 // countRefusal counts a Login the access lists refused with err.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/df-mc/atomic"
+
 	"github.com/basaltmc/basalt/motd"
 )
 
@@ -37,6 +39,24 @@ type StatusProviderFunc func(current motd.Status) motd.Status
 // ServerStatus returns f(current).
 func (f StatusProviderFunc) ServerStatus(current motd.Status) motd.Status { return f(current) }
 
+// advert is what a server advertises in pongs and how it is kept current:
+// the configured status, the live one, the player limit in force and the
+// StatusProvider's goroutine.
+type advert struct {
+	base   motd.Status // the MOTD without player count and ports; guarded by Server.mu
+	status atomic.Value[motd.Status]
+	// maxPlayers is the player limit in force: Config.Status.MaxPlayers
+	// until UpdateStatus or the StatusProvider change it.
+	maxPlayers atomic.Int64
+	// self is the status the server computed itself, for the
+	// StatusProvider; guarded by Server.mu.
+	self     motd.Status
+	provided bool          // the provider has answered once; guarded by Server.mu
+	kick     chan struct{} // wakes provideStatus
+	done     chan struct{} // stops provideStatus, and Drain's wait
+	warned   atomic.Bool   // a bad provider is reported once
+}
+
 // UpdateStatus changes the status the server advertises from now on: f is
 // given a copy of the configured status (server name, level name, game
 // mode, version, player limit and the other fields of motd.Status) to
@@ -49,13 +69,13 @@ func (f StatusProviderFunc) ServerStatus(current motd.Status) motd.Status { retu
 func (srv *Server) UpdateStatus(f func(st *motd.Status)) error {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	st := srv.base
+	st := srv.adv.base
 	st.Extra = append([]string(nil), st.Extra...)
 	f(&st)
 	if st.MaxPlayers < 1 {
 		return fmt.Errorf("update status: max players %d is less than 1", st.MaxPlayers)
 	}
-	st.ServerGUID = srv.base.ServerGUID
+	st.ServerGUID = srv.adv.base.ServerGUID
 	st.Players, st.PortV4, st.PortV6 = 0, 0, 0
 	// Checked with the widest numbers the server fills in later, so
 	// Encode never has to shorten or change a field of it.
@@ -64,14 +84,14 @@ func (srv *Server) UpdateStatus(f func(st *motd.Status)) error {
 	if err := worst.Validate(); err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}
-	srv.base = st
-	srv.maxPlayers.Store(int64(st.MaxPlayers))
+	srv.adv.base = st
+	srv.adv.maxPlayers.Store(int64(st.MaxPlayers))
 	srv.updateStatusLocked()
 	return nil
 }
 
 // playerLimit returns the number of players the server admits now.
-func (srv *Server) playerLimit() int { return int(srv.maxPlayers.Load()) }
+func (srv *Server) playerLimit() int { return int(srv.adv.maxPlayers.Load()) }
 
 // publishLocked advertises st, the status the server computed itself: at
 // once without a StatusProvider, and otherwise by waking the goroutine that
@@ -82,13 +102,13 @@ func (srv *Server) publishLocked(st motd.Status) {
 		srv.advertiseLocked(st)
 		return
 	}
-	srv.self = st
-	if !srv.provided {
+	srv.adv.self = st
+	if !srv.adv.provided {
 		// Until the provider first answers, pongs carry the server's own.
 		srv.advertiseLocked(st)
 	}
 	select {
-	case srv.statusKick <- struct{}{}:
+	case srv.adv.kick <- struct{}{}:
 	default:
 	}
 }
@@ -104,7 +124,7 @@ func (srv *Server) advertiseLocked(st motd.Status) {
 	for _, l := range srv.listeners() {
 		l.PongData(b)
 	}
-	srv.status.Store(st)
+	srv.adv.status.Store(st)
 }
 
 // provideStatus asks the StatusProvider for the status to advertise every
@@ -117,7 +137,7 @@ func (srv *Server) provideStatus(done <-chan struct{}) {
 		srv.refreshStatus()
 		select {
 		case <-t.C:
-		case <-srv.statusKick:
+		case <-srv.adv.kick:
 		case <-done:
 			return
 		}
@@ -128,7 +148,7 @@ func (srv *Server) provideStatus(done <-chan struct{}) {
 // status.
 func (srv *Server) refreshStatus() {
 	srv.mu.Lock()
-	self := srv.self
+	self := srv.adv.self
 	srv.mu.Unlock()
 	st, ok := srv.askProvider(self)
 	if !ok {
@@ -136,7 +156,7 @@ func (srv *Server) refreshStatus() {
 	}
 	st.ServerGUID, st.PortV4, st.PortV6 = self.ServerGUID, self.PortV4, self.PortV6
 	if err := st.Validate(); err != nil {
-		if srv.statusWarned.CAS(false, true) {
+		if srv.adv.warned.CAS(false, true) {
 			srv.log.Warn().Err(err).Msg("status provider returned a status that does not encode; keeping the last one")
 		}
 		return
@@ -144,12 +164,12 @@ func (srv *Server) refreshStatus() {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if st.MaxPlayers >= 1 {
-		srv.maxPlayers.Store(int64(st.MaxPlayers))
+		srv.adv.maxPlayers.Store(int64(st.MaxPlayers))
 	}
 	if srv.closing {
 		return
 	}
-	srv.provided = true
+	srv.adv.provided = true
 	srv.advertiseLocked(st)
 }
 
@@ -157,7 +177,7 @@ func (srv *Server) refreshStatus() {
 func (srv *Server) askProvider(self motd.Status) (st motd.Status, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			if srv.statusWarned.CAS(false, true) {
+			if srv.adv.warned.CAS(false, true) {
 				srv.log.Warn().Msgf("status provider panicked: %v; keeping the last status", r)
 			}
 			ok = false

@@ -76,8 +76,8 @@ func (srv *Server) listenNetherNet() error {
 	default:
 		// The game socket, shared: srv.demux was hooked into the first
 		// game listener (withICE).
-		srv.demux.Bind(game[0].Addr(), game[0].WriteForeign)
-		nc.ICEConn = srv.demux
+		srv.ls.demux.Bind(game[0].Addr(), game[0].WriteForeign)
+		nc.ICEConn = srv.ls.demux
 	}
 	l, err := nc.Listen()
 	if err != nil {
@@ -85,12 +85,12 @@ func (srv *Server) listenNetherNet() error {
 			return fmt.Errorf("%w: %w", errTwinTaken, err)
 		}
 		key := "network.address_v4"
-		if srv.v4 == nil {
+		if srv.ls.v4 == nil {
 			key = "network.address_v6"
 		}
 		return c.locate(netherNetListenError(key, addr, nc.ICEAddr, err))
 	}
-	srv.nn = l
+	srv.ls.nn = l
 	return nil
 }
 
@@ -130,8 +130,8 @@ func (srv *Server) withICE(lc raknet.ListenConfig, v6 bool) raknet.ListenConfig 
 	if !c.NetherNet.Enabled || c.NetherNet.ICEPort != 0 || v6 && c.Network.AddressV4 != "" {
 		return lc
 	}
-	srv.demux = nethernet.NewDemux(0)
-	lc.Foreign = srv.demux.Deliver
+	srv.ls.demux = nethernet.NewDemux(0)
+	lc.Foreign = srv.ls.demux.Deliver
 	return lc
 }
 
@@ -166,10 +166,10 @@ func (srv *Server) acceptNetherNet(l *nethernet.Listener) {
 func (srv *Server) NetherNetAddr() net.Addr {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.nn == nil {
+	if srv.ls.nn == nil {
 		return nil
 	}
-	return srv.nn.Addr()
+	return srv.ls.nn.Addr()
 }
 
 // NetherNetLANAddr returns the address NetherNet LAN discovery is
@@ -177,17 +177,17 @@ func (srv *Server) NetherNetAddr() net.Addr {
 func (srv *Server) NetherNetLANAddr() net.Addr {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.nn == nil {
+	if srv.ls.nn == nil {
 		return nil
 	}
-	return srv.nn.LANAddr()
+	return srv.ls.nn.LANAddr()
 }
 
 // NetherNetStats returns the NetherNet listener's counters, and false when
 // NetherNet is off.
 func (srv *Server) NetherNetStats() (nethernet.Stats, bool) {
 	srv.mu.Lock()
-	l := srv.nn
+	l := srv.ls.nn
 	srv.mu.Unlock()
 	if l == nil {
 		return nethernet.Stats{}, false
