@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/basaltmc/basalt/session"
+	"github.com/rs/zerolog"
 )
 
 // Reasons a login is refused, as the log line and
@@ -28,13 +30,13 @@ const (
 //
 // By the Login the client has proven its address (the RakNet handshake's
 // cookie, NetherNet's ICE check), so the line may name it; but anyone can
-// log in again and again, so the lines are sampled with the players' joins
-// and leaves (lifecycleBurst per lifecycleEvery), as "server full" is. The
-// metric counts every refusal.
+// log in again and again, so at most lifecycleBurst lines are written per
+// lifecycleEvery, apart from the joins and leaves so that a flood cannot
+// hide them, and the next line written says how many were left out
+// (suppressed). The metric counts every refusal.
 func (srv *Server) logRefusal(s *session.Session, id session.Identity, named bool, reason string, err error) {
-	l := s.Log().Sample(srv.lifecycle)
-	e := l.Info()
-	if !e.Enabled() {
+	e := srv.refusalEvent(s)
+	if e == nil {
 		return
 	}
 	if !named { // before the Login completes the session's logger has no player
@@ -77,4 +79,35 @@ func accessReason(err error) string {
 		return refusedNotAllowlisted
 	}
 	return refusedBanned
+}
+
+// refusalEvent returns an info event on s's logger for a "login refused"
+// line, with the count of those left out before it, or nil when this one
+// is left out.
+func (srv *Server) refusalEvent(s *session.Session) *zerolog.Event {
+	l := s.Log().Sample(srv.refusals)
+	e := l.Info()
+	if !e.Enabled() {
+		return nil
+	}
+	if n := srv.refusals.dropped.Swap(0); n > 0 {
+		e.Uint64("suppressed", n)
+	}
+	return e
+}
+
+// countingSampler is a zerolog.BurstSampler that counts the events it
+// drops. It is safe for concurrent use.
+type countingSampler struct {
+	zerolog.BurstSampler
+	dropped atomic.Uint64
+}
+
+// Sample reports whether an event at lvl is written, counting it if not.
+func (c *countingSampler) Sample(lvl zerolog.Level) bool {
+	if c.BurstSampler.Sample(lvl) {
+		return true
+	}
+	c.dropped.Add(1)
+	return false
 }

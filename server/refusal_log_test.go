@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/basaltmc/basalt/raknet"
@@ -171,4 +172,35 @@ func TestHandlerRefusalFreesSlot(t *testing.T) {
 			t.Errorf("Herobrine was logged as a player: %s", line)
 		}
 	}
+}
+
+// TestCountingSampler lets a burst of lines through per period and has the
+// first line of the next period say how many were left out, as a flood of
+// refused logins would see it.
+func TestCountingSampler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		c := &countingSampler{BurstSampler: zerolog.BurstSampler{Burst: 2, Period: 10 * time.Second}}
+		log := zerolog.New(&out).Sample(c)
+		write := func() {
+			if e := log.Info(); e.Enabled() {
+				if n := c.dropped.Swap(0); n > 0 {
+					e.Uint64("suppressed", n)
+				}
+				e.Msg("login refused")
+			}
+		}
+		for range 5 {
+			write()
+		}
+		time.Sleep(10 * time.Second) // the next period, on the bubble's clock
+		write()
+		want := `{"level":"info","message":"login refused"}
+{"level":"info","message":"login refused"}
+{"level":"info","suppressed":3,"message":"login refused"}
+`
+		if out.String() != want {
+			t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+		}
+	})
 }

@@ -109,7 +109,11 @@ type Server struct {
 	// being refused, which anyone able to log in can trigger: bursts of
 	// lifecycleBurst per lifecycleEvery, the rest dropped.
 	lifecycle *zerolog.BurstSampler
-	metrics   *monitor.Server // guarded by mu; nil unless serving metrics
+	// refusals samples the "login refused" lines apart from lifecycle,
+	// so that a flood of refused logins cannot crowd out the joins and
+	// leaves, and counts the lines it drops.
+	refusals *countingSampler
+	metrics  *monitor.Server // guarded by mu; nil unless serving metrics
 
 	// verifier checks Logins in online mode; nil in offline mode.
 	verifier *auth.Verifier
@@ -190,6 +194,7 @@ func (c Config) New() *Server {
 		key:        newServerKey(),
 		sessions:   make(map[*session.Session]*entry),
 		lifecycle:  &zerolog.BurstSampler{Burst: lifecycleBurst, Period: lifecycleEvery},
+		refusals:   &countingSampler{BurstSampler: zerolog.BurstSampler{Burst: lifecycleBurst, Period: lifecycleEvery}},
 		accessDone: make(chan struct{}),
 		verifier:   newVerifier(c),
 	}

@@ -44,7 +44,7 @@ func (t tracker) NewHandler(s *session.Session) (session.Handler, error) {
 		// free at once, not when the session has said goodbye.
 		players := t.srv.release(s)
 		id, _ := s.Identity()
-		if e := log.Info(); e.Enabled() {
+		if e := t.srv.refusalEvent(s); e != nil {
 			if de, ok := errors.AsType[*session.DisconnectError](err); ok {
 				e.Str("shown", de.Message)
 			}
