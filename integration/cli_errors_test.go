@@ -1,16 +1,11 @@
 package integration
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestCommandListenErrorNamesFile starts the basalt command on a port
@@ -28,18 +23,9 @@ func TestCommandListenErrorNamesFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "server.toml"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-config", "server.toml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err = cmd.Run()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
-	}
+	stderr := runFailing(t, dir, bin, "-config", "server.toml")
 	want := "basalt: server.toml: line 2: network.address_v4 " + taken.LocalAddr().String()
-	if !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 }

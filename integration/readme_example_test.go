@@ -87,22 +87,29 @@ func TestREADMEProgramExitCode(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(tc.config), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin)
-			cmd.Dir = dir
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ee, ok := errors.AsType[*exec.ExitError](err)
-			if !ok || ee.ExitCode() != 1 {
-				t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr.String())
+			if stderr := runFailing(t, dir, bin); !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
 			}
 		})
 	}
+}
+
+// runFailing runs bin with args in dir, for at most 30 s, and returns
+// what it wrote to standard error; the test fails unless it exits with
+// status 1, as a program that cannot serve must.
+func runFailing(t *testing.T, dir, bin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("%s: got %v, want exit status 1; stderr:\n%s", filepath.Base(bin), err, stderr.String())
+	}
+	return stderr.String()
 }
 
 // TestREADMEShape keeps the README a tutorial a newcomer reads from the
