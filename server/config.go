@@ -321,6 +321,13 @@ type NetherNetConfig struct {
 	// socket of its own on the game listener's host, and -1 one on a port
 	// the system picks (tests).
 	ICEPort int
+	// AdvertiseAddress is the address NetherNet's ICE candidates offer
+	// players beside the host candidates, when it is not
+	// Network.PublicAddress: behind a load balancer, the instance's own
+	// reachable address while PublicAddress is the balancer's. Only its
+	// IP is used (pion rewrites a candidate's address, not its port). The
+	// zero value means Network.PublicAddress.
+	AdvertiseAddress netip.AddrPort
 }
 
 // StatusConfig is what a server advertises in pongs: the MOTD's fields.

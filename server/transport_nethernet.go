@@ -28,8 +28,10 @@ func (srv *Server) listenNetherNet() error {
 		addr = udp.String()
 	}
 	nc := nethernet.Config{
-		Addr:          addr,
-		PublicAddress: c.Network.PublicAddress,
+		Addr: addr,
+		// The instance's own address when it has one: behind a balancer
+		// the public address is the balancer's, which pongs advertise.
+		PublicAddress: cmp.Or(c.NetherNet.AdvertiseAddress, c.Network.PublicAddress),
 		TLSCert:       c.NetherNet.TLSCert,
 		TLSKey:        c.NetherNet.TLSKey,
 		IdentityKey:   c.NetherNet.IdentityKey,

@@ -65,6 +65,11 @@ func (uc UserConfig) Validate() error {
 	if n.NetherNetICEPort < 0 || n.NetherNetICEPort > math.MaxUint16 {
 		add("network.nethernet_ice_port", "%d is outside 0-65535; set it to 0 to share the game port, or to a free UDP port from 1 to 65535", n.NetherNetICEPort)
 	}
+	if ap, err := parsePublicAddress(n.NetherNetAdvertise); err != nil {
+		add("network.nethernet_advertise_address", "%q: %v; set it to the \"IP:port\" that reaches this server's UDP game port from the players, such as \"203.0.113.11:19132\", or \"\" to advertise network.public_address's IP", n.NetherNetAdvertise, err)
+	} else if ap.IsValid() {
+		checkAdvertise(add, n.AddressV4, n.AddressV6, n.NetherNetICEPort, ap)
+	}
 	if n.Sockets < 1 || n.Sockets > raknet.MaxSockets {
 		add("network.sockets", "%d is outside 1-%d; set it to 1, or to at most the number of CPU cores to spare", n.Sockets, raknet.MaxSockets)
 	}
@@ -188,6 +193,33 @@ func parseProxyPrefix(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(ip, ip.BitLen()), nil
 	}
 	return netip.ParsePrefix(s)
+}
+
+// checkAdvertise checks network.nethernet_advertise_address ap against
+// the socket NetherNet's peer connections use: the IPv4 game address's
+// (the IPv6 one's without it), or nethernet_ice_port on its host. Its
+// family must be that socket's, and its port the socket's when known
+// (not 0): ICE candidates are rewritten by address, never by port.
+func checkAdvertise(add func(key, format string, args ...any), v4, v6 string, icePort int, ap netip.AddrPort) {
+	game, key := v4, "network.address_v4"
+	if game == "" {
+		game, key = v6, "network.address_v6"
+	}
+	_, port, err := net.SplitHostPort(game)
+	if err != nil {
+		return // reported under its own key
+	}
+	if ap.Addr().Is4() != (game == v4) {
+		add("network.nethernet_advertise_address", "%q is not of the family of %s %q, where NetherNet's peer connections are; advertise an address of that family", ap, key, game)
+		return
+	}
+	want, _ := strconv.Atoi(port)
+	if icePort > 0 {
+		want, key = icePort, "network.nethernet_ice_port"
+	}
+	if want != 0 && int(ap.Port()) != want {
+		add("network.nethernet_advertise_address", "%q: port %d is not %d, the UDP port of NetherNet's peer connections (%s); ICE candidates keep their port, so advertise %q and forward that port unchanged", ap, ap.Port(), want, key, netip.AddrPortFrom(ap.Addr(), uint16(want)))
+	}
 }
 
 // parsePublicAddress parses network.public_address: empty (not set, the
