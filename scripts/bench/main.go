@@ -103,6 +103,6 @@ func usage() {
             [-phases ping,handshake,...] [-loss 1,5,10]
   bench floor [-clients N] [-duration D] [-acks=true|false] [-extra N]
   bench players [-n N] [-duration D] [-settle D] [-dialers N] [-runs N]
-                [-transports raknet,nethernet] [-cpuprofile DIR]
+                [-transports raknet,nethernet] [-impls basalt,gophertunnel] [-cpuprofile DIR]
 `)
 }

@@ -20,6 +20,7 @@ type playersConfig struct {
 	settle     time.Duration // after the joins, before the window
 	dialers    int           // players joining at once
 	transports []transport
+	impls      []playerImpl
 	runs       int
 	profileDir string
 	log        io.Writer // progress
@@ -72,7 +73,7 @@ func runPlayers(cfg playersConfig) []playersResult {
 	var out []playersResult
 	for run := 1; run <= cfg.runs; run++ {
 		for _, t := range cfg.transports {
-			for _, im := range playerImpls {
+			for _, im := range cfg.impls {
 				r := measurePlayers(cfg, im, t)
 				r.run = run
 				if r.err != nil {
@@ -256,6 +257,7 @@ func cmdPlayers(args []string) error {
 	settle := fs.Duration("settle", time.Second, "wait after the joins before the window")
 	dialers := fs.Int("dialers", 4, "players joining at once")
 	ts := fs.String("transports", "raknet,nethernet", "comma-separated transports")
+	ims := fs.String("impls", "basalt,gophertunnel", "comma-separated servers")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times")
 	profDir := fs.String("cpuprofile", "", "write each server's CPU profile over the window, and its goroutines and live heap at the end, into this directory")
 	if err := fs.Parse(args); err != nil {
@@ -277,6 +279,13 @@ func cmdPlayers(args []string) error {
 			return err
 		}
 		cfg.transports = append(cfg.transports, t)
+	}
+	for f := range strings.SplitSeq(*ims, ",") {
+		im, err := parsePlayerImpl(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		cfg.impls = append(cfg.impls, im)
 	}
 	if *profDir != "" {
 		dir, err := filepath.Abs(*profDir)

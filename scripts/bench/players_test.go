@@ -17,7 +17,7 @@ func TestPlayersPhase(t *testing.T) {
 		t.Skip("the players phase reads the server's CPU and memory from /proc")
 	}
 	const n = 3
-	cfg := playersConfig{n: n, dur: time.Second, settle: 200 * time.Millisecond, dialers: 2, runs: 1, log: io.Discard}
+	cfg := playersConfig{n: n, dur: time.Second, settle: 200 * time.Millisecond, dialers: 2, runs: 1, impls: playerImpls, log: io.Discard}
 	for _, tr := range []transport{transportRakNet, transportNetherNet} {
 		for _, im := range playerImpls {
 			t.Run(string(im)+" "+string(tr), func(t *testing.T) {
