@@ -184,3 +184,36 @@ func onOff(on bool) string {
 	}
 	return "off"
 }
+
+// initAccess sets up the access lists from the configuration. It runs in
+// New.
+func (srv *Server) initAccess() {
+	srv.access = access.New(srv.conf.Access)
+}
+
+// loadAccess reads the allowlist and ban files, if configured. It runs in
+// Listen: a file that does not parse stops the server from starting, as
+// it could otherwise open a private server to everyone.
+func (srv *Server) loadAccess() error {
+	return srv.conf.locate(errors.Join(allowlistError(srv.access.LoadAllowlist()), bansError(srv.access.LoadBans())))
+}
+
+// allowlistError names server.allowlist_file and the fix in an error of
+// loadAllow; nil stays nil.
+func allowlistError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return FileError("server.allowlist_file", err,
+		`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`)
+}
+
+// bansError names server.bans_file and the fix in an error of loadBans;
+// nil stays nil.
+func bansError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return FileError("server.bans_file", err,
+		`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`)
+}

@@ -20,39 +20,6 @@ var (
 	windowBuckets = prometheus.ExponentialBuckets(2048, 2, 12)
 )
 
-// sessionCounts are the figures the server keeps about sessions for its
-// metrics: counted when a session ends, or (handler errors) when a handler
-// returns one, which ends its session; never per packet.
-type sessionCounts struct {
-	ended, handlerErrors, handlerPanics atomic.Uint64
-	// totals sums the Stats of the sessions removed from the registry;
-	// guarded by Server.mu, so a scrape counts each session once, live or
-	// ended.
-	totals session.Stats
-}
-
-// count records a session that ended with err, as Run returned it.
-func (c *sessionCounts) count(err error) {
-	c.ended.Add(1)
-	if errors.Is(err, session.ErrHandlerPanic) {
-		c.handlerPanics.Add(1)
-	}
-}
-
-// add adds an ended session's Stats to the totals. Server.mu is held.
-func (c *sessionCounts) add(st session.Stats) { addSessionStats(&c.totals, st) }
-
-func addSessionStats(t *session.Stats, st session.Stats) {
-	t.BatchesIn += st.BatchesIn
-	t.BatchesOut += st.BatchesOut
-	t.PacketsIn += st.PacketsIn
-	t.PacketsOut += st.PacketsOut
-	t.BytesIn += st.BytesIn
-	t.BytesOut += st.BytesOut
-	t.WireBytesIn += st.WireBytesIn
-	t.PacketsSkipped += st.PacketsSkipped
-}
-
 // countErrors wraps newHandler to count in n the errors it, and each
 // handler it makes, return: each ends its session. A
 // *session.DisconnectError (a kick, a full server) is deliberate and not
@@ -93,11 +60,6 @@ func (c errorCounter) HandlePacket(s *session.Session, p session.Packet) error {
 
 // HandleClose calls h.HandleClose.
 func (c errorCounter) HandleClose(s *session.Session, err error) { c.h.HandleClose(s, err) }
-
-// metricDesc builds the description of a metric named basalt_<name>.
-func metricDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc("basalt_"+name, help, labels, nil)
-}
 
 // collector is a prometheus.Collector of one Server's figures. Everything
 // it reports is read at scrape time from counters the server, its
@@ -345,4 +307,21 @@ func (h *histogram) metric(d *prometheus.Desc, labels ...string) prometheus.Metr
 		buckets[b] = cum
 	}
 	return prometheus.MustNewConstHistogram(d, h.n, h.sum, buckets, labels...)
+}
+
+// Stats returns the server's counters. It is safe to call at any time; each
+// counter is read on its own, so they are not one snapshot.
+func (srv *Server) Stats() Stats {
+	c := &srv.stats
+	return Stats{
+		PreLoginTooLarge:    c.preLoginTooLarge.Load(),
+		TooLarge:            c.tooLarge.Load(),
+		DecompressionBudget: c.budget.Load(),
+		LoginTimeouts:       c.loginTimeouts.Load(),
+		BadChecksums:        c.badChecksums.Load(),
+		NotSignedIn:         c.notSignedIn.Load(),
+		AuthUnavailable:     c.authUnavailable.Load(),
+		NotAllowlisted:      c.notAllowlisted.Load(),
+		Banned:              c.banned.Load(),
+	}
 }

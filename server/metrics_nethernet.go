@@ -79,3 +79,8 @@ func (m transportMetrics) collect(ch chan<- prometheus.Metric, srv *Server) {
 	ch <- prometheus.MustNewConstMetric(m.negotiating, prometheus.GaugeValue, float64(st.Negotiating))
 	ch <- prometheus.MustNewConstMetric(m.open, prometheus.GaugeValue, float64(st.Open))
 }
+
+// metricDesc builds the description of a metric named basalt_<name>.
+func metricDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("basalt_"+name, help, labels, nil)
+}

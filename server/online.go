@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 
-	"github.com/basaltmc/basalt/server/access"
 	"github.com/basaltmc/basalt/session"
 	"github.com/basaltmc/basalt/session/auth"
 )
@@ -52,39 +51,6 @@ func (srv *Server) verifyLogin(s *session.Session, id session.Identity, req sess
 // OnlineMode reports whether the server verifies players' Xbox Live
 // sign-ins (Config.AuthenticationDisabled is false).
 func (srv *Server) OnlineMode() bool { return srv.verifier != nil }
-
-// initAccess sets up the access lists from the configuration. It runs in
-// New.
-func (srv *Server) initAccess() {
-	srv.access = access.New(srv.conf.Access)
-}
-
-// loadAccess reads the allowlist and ban files, if configured. It runs in
-// Listen: a file that does not parse stops the server from starting, as
-// it could otherwise open a private server to everyone.
-func (srv *Server) loadAccess() error {
-	return srv.conf.locate(errors.Join(allowlistError(srv.access.LoadAllowlist()), bansError(srv.access.LoadBans())))
-}
-
-// allowlistError names server.allowlist_file and the fix in an error of
-// loadAllow; nil stays nil.
-func allowlistError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return FileError("server.allowlist_file", err,
-		`fix the file: a JSON list such as [{"name": "Steve", "xuid": "2535…"}], each entry naming a player, or delete it to start an empty one`)
-}
-
-// bansError names server.bans_file and the fix in an error of loadBans;
-// nil stays nil.
-func bansError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return FileError("server.bans_file", err,
-		`fix the file: a JSON list such as [{"xuid": "2535…", "reason": "griefing"}], each entry naming an XUID, a name or an IP, or delete it to start an empty one`)
-}
 
 // startAccess starts fetching the keys of online mode and watching the
 // access files, and warns about an allowlist that offline mode makes

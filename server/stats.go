@@ -78,19 +78,35 @@ func (c *counters) count(err error, loggedIn bool) {
 	}
 }
 
-// Stats returns the server's counters. It is safe to call at any time; each
-// counter is read on its own, so they are not one snapshot.
-func (srv *Server) Stats() Stats {
-	c := &srv.stats
-	return Stats{
-		PreLoginTooLarge:    c.preLoginTooLarge.Load(),
-		TooLarge:            c.tooLarge.Load(),
-		DecompressionBudget: c.budget.Load(),
-		LoginTimeouts:       c.loginTimeouts.Load(),
-		BadChecksums:        c.badChecksums.Load(),
-		NotSignedIn:         c.notSignedIn.Load(),
-		AuthUnavailable:     c.authUnavailable.Load(),
-		NotAllowlisted:      c.notAllowlisted.Load(),
-		Banned:              c.banned.Load(),
+// sessionCounts are the figures the server keeps about sessions for its
+// metrics: counted when a session ends, or (handler errors) when a handler
+// returns one, which ends its session; never per packet.
+type sessionCounts struct {
+	ended, handlerErrors, handlerPanics atomic.Uint64
+	// totals sums the Stats of the sessions removed from the registry;
+	// guarded by Server.mu, so a scrape counts each session once, live or
+	// ended.
+	totals session.Stats
+}
+
+// count records a session that ended with err, as Run returned it.
+func (c *sessionCounts) count(err error) {
+	c.ended.Add(1)
+	if errors.Is(err, session.ErrHandlerPanic) {
+		c.handlerPanics.Add(1)
 	}
+}
+
+// add adds an ended session's Stats to the totals. Server.mu is held.
+func (c *sessionCounts) add(st session.Stats) { addSessionStats(&c.totals, st) }
+
+func addSessionStats(t *session.Stats, st session.Stats) {
+	t.BatchesIn += st.BatchesIn
+	t.BatchesOut += st.BatchesOut
+	t.PacketsIn += st.PacketsIn
+	t.PacketsOut += st.PacketsOut
+	t.BytesIn += st.BytesIn
+	t.BytesOut += st.BytesOut
+	t.WireBytesIn += st.WireBytesIn
+	t.PacketsSkipped += st.PacketsSkipped
 }

@@ -1,10 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"time"
-
-	"github.com/df-mc/atomic"
 
 	"github.com/basaltmc/basalt/motd"
 )
@@ -38,24 +37,6 @@ type StatusProviderFunc func(current motd.Status) motd.Status
 
 // ServerStatus returns f(current).
 func (f StatusProviderFunc) ServerStatus(current motd.Status) motd.Status { return f(current) }
-
-// advert is what a server advertises in pongs and how it is kept current:
-// the configured status, the live one, the player limit in force and the
-// StatusProvider's goroutine.
-type advert struct {
-	base   motd.Status // the MOTD without player count and ports; guarded by Server.mu
-	status atomic.Value[motd.Status]
-	// maxPlayers is the player limit in force: Config.Status.MaxPlayers
-	// until UpdateStatus or the StatusProvider change it.
-	maxPlayers atomic.Int64
-	// self is the status the server computed itself, for the
-	// StatusProvider; guarded by Server.mu.
-	self     motd.Status
-	provided bool          // the provider has answered once; guarded by Server.mu
-	kick     chan struct{} // wakes provideStatus
-	done     chan struct{} // stops provideStatus, and Drain's wait
-	warned   atomic.Bool   // a bad provider is reported once
-}
 
 // UpdateStatus changes the status the server advertises from now on: f is
 // given a copy of the configured status (server name, level name, game
@@ -185,4 +166,38 @@ func (srv *Server) askProvider(self motd.Status) (st motd.Status, ok bool) {
 	}()
 	self.Extra = append([]string(nil), self.Extra...)
 	return srv.conf.Status.Provider.ServerStatus(self), true
+}
+
+// updateStatusLocked recomputes the MOTD from the player count and the
+// game ports and hands it to every listener. It runs with srv.mu held, so
+// updates reach the listeners in order.
+func (srv *Server) updateStatusLocked() {
+	st := srv.adv.base
+	st.Players = srv.players
+	var p4, p6 uint16
+	if srv.ls.v4 != nil {
+		p4 = port(srv.ls.v4.Addr())
+	}
+	if srv.ls.v6 != nil {
+		p6 = port(srv.ls.v6.Addr())
+	}
+	// Clients connect to the port of their family; with one family
+	// disabled, both fields carry the other's port, as gophertunnel does.
+	st.PortV4, st.PortV6 = cmp.Or(p4, p6), cmp.Or(p6, p4)
+	// Behind a balancer or tunnel, the port players reach. Clients that
+	// reconnect to the pong's port (gophertunnel, the game) take the
+	// IPv4 field whatever their family.
+	if pub := srv.conf.Network.PublicAddress; pub.IsValid() {
+		st.PortV4 = pub.Port()
+		if pub.Addr().Is6() {
+			st.PortV6 = pub.Port()
+		}
+	}
+	srv.publishLocked(st)
+}
+
+// Status returns the MOTD the server currently advertises. It is safe to
+// call at any time and never blocks.
+func (srv *Server) Status() motd.Status {
+	return srv.adv.status.Load()
 }
