@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
+	gonn "github.com/df-mc/go-nethernet"
 	goraknet "github.com/sandertv/go-raknet"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol/login"
@@ -32,7 +35,9 @@ import (
 // by the test on loopback ports, with a configuration and prefix of its
 // own in a temporary directory (never the system's service), in front of
 // two processes of the basalt command built from this module, each with
-// the README's config.toml.
+// the README's config.toml. nginx listens on 127.0.0.1 for TCP (NetherNet's
+// signalling) and UDP (RakNet); the instances on 127.0.0.2 and 127.0.0.3,
+// each advertising its own address to NetherNet players.
 
 // nginxModule is where Debian's libnginx-mod-stream puts the module.
 const nginxModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
@@ -70,6 +75,7 @@ func readmeNginx(t *testing.T, front string, upstreams []string) string {
 	t.Helper()
 	s := readmeRecipeBlock(t, "nginx")
 	for _, r := range []struct{ old, new string }{
+		{"listen 19132;", "listen " + front + ";"},
 		{"listen 19132 udp reuseport;", "listen " + front + " udp reuseport;"},
 		{"server 10.0.0.11:19132;", "server " + upstreams[0] + ";"},
 		{"server 10.0.0.12:19132;", "server " + upstreams[1] + ";"},
@@ -143,6 +149,27 @@ func freeUDPPort(t *testing.T) string {
 	return addr
 }
 
+// bothFreeOn returns an address on the loopback IP ip whose port was free
+// on TCP and UDP a moment ago: nginx and each instance listen on both.
+func bothFreeOn(t *testing.T, ip string) string {
+	t.Helper()
+	for range 20 {
+		tl, err := net.Listen("tcp4", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := tl.Addr().String()
+		ul, err := net.ListenPacket("udp4", addr)
+		_ = tl.Close()
+		if err == nil {
+			_ = ul.Close()
+			return addr
+		}
+	}
+	t.Fatalf("no port free on both TCP and UDP on %s", ip)
+	return ""
+}
+
 // buildBasaltFor builds the basalt command into dir, with the race
 // detector when the test binary has it, and returns its path.
 func buildBasaltFor(t *testing.T, dir string) string {
@@ -165,16 +192,19 @@ func buildBasaltFor(t *testing.T, dir string) string {
 }
 
 // readmeInstanceConfig returns the config.toml of README.md's recipe for
-// an instance behind nginx, with loopback addresses and the test's files
-// and grace put in, and the keys a test needs added: no IPv6 or LAN
-// listener, the lobby (clients spawn), offline mode (tests never reach
-// Xbox Live), an instance's own shutdown message, and JSON logs at debug
-// (a session's address is logged when it opens).
-func readmeInstanceConfig(t *testing.T, name, front, shared string) string {
+// an instance behind nginx at front, listening on addr and advertising it
+// to NetherNet players, with the test's files and grace put in, and the
+// keys a test needs added: no IPv6 or LAN listener, the lobby (clients
+// spawn), offline mode (tests never reach Xbox Live), an instance's own
+// shutdown message, and JSON logs at debug (a session's address is logged
+// when it opens).
+func readmeInstanceConfig(t *testing.T, name, addr, front, shared string) string {
 	t.Helper()
 	s := readmeRecipeBlock(t, "toml")
 	for _, r := range []struct{ old, new string }{
-		{`address_v4 = "0.0.0.0:19132"`, `address_v4 = "127.0.0.1:0"`},
+		{`address_v4 = "0.0.0.0:19132"`, fmt.Sprintf("address_v4 = %q", addr)},
+		{`nethernet_advertise_address = "203.0.113.11:19132"`, fmt.Sprintf("nethernet_advertise_address = %q", addr)},
+		{`nethernet_identity_file = "/etc/basalt/nethernet_identity"`, fmt.Sprintf("nethernet_identity_file = %q", filepath.Join(shared, "nethernet_identity"))},
 		{`trusted_proxies = ["10.0.0.10"]`, `trusted_proxies = ["127.0.0.1"]`},
 		{`public_address = "203.0.113.5:19132"`, fmt.Sprintf("public_address = %q", front)},
 		{`cookie_secret_file = "/etc/basalt/cookie_secret"`, fmt.Sprintf("cookie_secret_file = %q", filepath.Join(shared, "cookie_secret"))},
@@ -268,13 +298,14 @@ type instance struct {
 }
 
 // startInstance runs bin in a directory of its own with the README's
-// configuration for an instance behind nginx at front, sharing shared's
-// cookie secret and GUID files, and waits until it listens. The process
-// is killed, by its PID, when the test ends if it still runs.
-func startInstance(t *testing.T, bin, name, front, shared string) *instance {
+// configuration for an instance on the loopback IP ip behind nginx at
+// front, sharing shared's cookie secret, GUID and NetherNet identity
+// files, and waits until it listens. The process is killed, by its PID,
+// when the test ends if it still runs.
+func startInstance(t *testing.T, bin, name, ip, front, shared string) *instance {
 	t.Helper()
 	dir := t.TempDir()
-	conf := readmeInstanceConfig(t, name, front, shared)
+	conf := readmeInstanceConfig(t, name, bothFreeOn(t, ip), front, shared)
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -299,6 +330,7 @@ func startInstance(t *testing.T, bin, name, front, shared string) *instance {
 			t.Logf("instance %s (pid %d), config:\n%s\nlog:\n%s", name, in.cmd.Process.Pid, conf, in.log.String())
 		}
 	})
+	in.wait(t, "NetherNet listening", nil)
 	// The server's line, not its RakNet listener's.
 	_, listening := in.wait(t, "listening", func(m map[string]any) bool { _, ok := m["addrs"]; return ok })
 	addrs, _ := listening["addrs"].([]any)
@@ -404,27 +436,34 @@ func join(t, keep *testing.T, front, name string, instances []*instance) player 
 		t.Fatalf("%s: join through nginx: %v", name, err)
 	}
 	keep.Cleanup(func() { _ = conn.Close() })
-	p := player{name: name, conn: conn}
-	local := conn.LocalAddr().String()
+	return player{name: name, conn: conn, on: joinedOn(t, name, conn.LocalAddr().String(), instances)}
+}
+
+// joinedOn returns the instance whose log has the player name joining from
+// the address local, the client's own; it fails the test if none or both
+// have.
+func joinedOn(t *testing.T, name, local string, instances []*instance) *instance {
+	t.Helper()
 	joined := func(m map[string]any) bool { return field("player", name)(m) && field("raddr", local)(m) }
 	// The server logs the join as the player takes a slot, which may
 	// come a moment after the dial returns: wait for it.
+	var on *instance
 	deadline := time.Now().Add(nginxWait)
-	for p.on == nil && time.Now().Before(deadline) {
+	for on == nil && time.Now().Before(deadline) {
 		for _, in := range instances {
 			if i, _ := in.log.find("player joined", joined); i >= 0 {
-				if p.on != nil {
+				if on != nil {
 					t.Fatalf("%s (%s) joined both instances", name, local)
 				}
-				p.on = in
+				on = in
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p.on == nil {
+	if on == nil {
 		t.Fatalf("%s (%s): no instance logged it joining from its own address and port", name, local)
 	}
-	return p
+	return on
 }
 
 // readUntil reads conn until want returns true for a packet, or the read
@@ -453,11 +492,11 @@ func TestNginxLoadBalancer(t *testing.T) {
 	start := time.Now()
 	bin := buildBasaltFor(t, t.TempDir())
 	shared := t.TempDir()
-	front := freeUDPPort(t)
-	// One after the other: the first creates the shared GUID and cookie
-	// secret files, the second reads them.
-	a := startInstance(t, bin, "A", front, shared)
-	b := startInstance(t, bin, "B", front, shared)
+	front := bothFreeOn(t, "127.0.0.1")
+	// One after the other: the first creates the shared GUID, cookie
+	// secret and NetherNet identity files, the second reads them.
+	a := startInstance(t, bin, "A", "127.0.0.2", front, shared)
+	b := startInstance(t, bin, "B", "127.0.0.3", front, shared)
 	instances := []*instance{a, b}
 	if a.guid != b.guid {
 		t.Fatalf("GUIDs %s and %s, want the shared one", a.guid, b.guid)
@@ -523,6 +562,12 @@ func TestNginxLoadBalancer(t *testing.T) {
 				}
 			}
 		}
+	})
+	if !ok {
+		return
+	}
+	ok = t.Run("nethernet", func(t *testing.T) {
+		netherNetThroughNginx(t, front, instances)
 	})
 	if !ok {
 		return
@@ -642,6 +687,85 @@ func TestNginxLoadBalancer(t *testing.T) {
 		waitUntil(t, "the go-raknet client's session on the running instance", func() bool { return other.opened(local) })
 	})
 	t.Logf("%d players through nginx; test took %v", len(players)+4, time.Since(start).Round(time.Millisecond))
+}
+
+// netherNetPlayers is how many NetherNet players must join through nginx,
+// and netherNetMost how many may try until both instances have some.
+const netherNetPlayers, netherNetMost = 8, 16
+
+// netherNetThroughNginx joins NetherNet players through nginx at front
+// until at least netherNetPlayers have and both instances have some, each
+// checked as it joins: the instance that answered its offer (through
+// nginx, with a PROXY header) logs it by its own address and port, the
+// answer offers only that instance's advertised address, the player's UDP
+// goes there directly, and every instance signs with the one shared key.
+// The players leave when the test ends.
+func netherNetThroughNginx(t *testing.T, front string, instances []*instance) {
+	count := map[*instance]int{}
+	var key *ecdsa.PublicKey
+	both := func() bool { return count[instances[0]] > 0 && count[instances[1]] > 0 }
+	for i := 0; i < netherNetMost && (i < netherNetPlayers || !both()); i++ {
+		name := fmt.Sprintf("Nether%d", i)
+		n, rec := recordingNetherNet(nil)
+		ctx, cancel := context.WithTimeout(context.Background(), nginxWait)
+		d := minecraft.Dialer{IdentityData: login.IdentityData{DisplayName: name}}
+		conn, err := d.DialContextNetwork(ctx, n, "http://"+front)
+		if err == nil {
+			t.Cleanup(func() { _ = conn.Close() })
+			err = conn.DoSpawnContext(ctx)
+		}
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: join over NetherNet through nginx: %v", name, err)
+		}
+		local, remote := n.last.LocalAddr().(*gonn.Addr), n.last.RemoteAddr().(*gonn.Addr)
+		if local.SelectedCandidate == nil || remote.SelectedCandidate == nil {
+			t.Fatalf("%s: no selected ICE candidate pair", name)
+		}
+		self := net.JoinHostPort(local.SelectedCandidate.Address, strconv.Itoa(int(local.SelectedCandidate.Port)))
+		on := joinedOn(t, name, self, instances)
+		count[on]++
+
+		// The answer came from that instance and offers its own address
+		// alone, never nginx's; the player's UDP went to it directly.
+		ip, _, _ := net.SplitHostPort(on.game)
+		cands := candidateAddrs(rec.answer())
+		if len(cands) == 0 {
+			t.Errorf("%s: an answer without candidates:\n%s", name, rec.answer())
+		}
+		for _, c := range cands {
+			if host, _, _ := net.SplitHostPort(c); host != ip {
+				t.Errorf("%s: the answer of %s (advertising %s) offers %s: %v", name, on.name, ip, c, cands)
+			}
+		}
+		if got := remote.SelectedCandidate.Address; got != ip {
+			t.Errorf("%s: ICE with %s, want %s's advertised address %s", name, got, on.name, ip)
+		}
+		// One identity for the fleet.
+		k := n.last.PublicKey()
+		switch {
+		case k == nil:
+			t.Errorf("%s: %s's answer carries no identity", name, on.name)
+		case key == nil:
+			key = k
+		case !k.Equal(key):
+			t.Errorf("%s: %s signs with another key than the first player's instance", name, on.name)
+		}
+	}
+	a, b := instances[0], instances[1]
+	if !both() {
+		t.Fatalf("NetherNet players: %s %d, %s %d; want both to have some", a.name, count[a], b.name, count[b])
+	}
+	// Nothing was refused: every signalling connection through nginx
+	// started with a header naming the player, from a trusted address.
+	for _, in := range instances {
+		for _, reason := range []string{"malformed", "rate_limited", "source_busy", "busy"} {
+			if v := in.metric(fmt.Sprintf(`basalt_nethernet_refused_total{reason="%s"}`, reason)); v != "0" {
+				t.Errorf("%s: NetherNet refused %s %q, want 0", in.name, reason, v)
+			}
+		}
+	}
+	t.Logf("NetherNet players through nginx: %s %d, %s %d", a.name, count[a], b.name, count[b])
 }
 
 // waitUntil polls cond until it holds, failing after nginxWait.
