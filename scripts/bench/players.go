@@ -21,6 +21,7 @@ type playersConfig struct {
 	dialers    int           // players joining at once
 	transports []transport
 	impls      []playerImpl
+	loss       float64 // NetherNet players' datagrams lost each way
 	runs       int
 	profileDir string
 	log        io.Writer // progress
@@ -34,6 +35,8 @@ type playersResult struct {
 	joined int
 	fails  int
 	joins  latencies
+	// listRTT is the /list round trips over the window.
+	listRTT latencies
 	// Per player over the window: server CPU (ms/s), RSS and goroutines
 	// over the server's own before any player joined.
 	cpu, rssKiB, gor float64
@@ -112,7 +115,7 @@ func measurePlayers(cfg playersConfig, im playerImpl, t transport) playersResult
 		return r
 	}
 
-	players, fails, firstErr := joinPlayers(t, c.addr, cfg.n, cfg.dialers)
+	players, fails, firstErr := joinPlayers(t, c.addr, cfg.n, cfg.dialers, cfg.loss)
 	r.joined, r.fails = len(players), fails
 	var joins []time.Duration
 	for _, p := range players {
@@ -148,10 +151,19 @@ func measurePlayers(cfg playersConfig, im playerImpl, t transport) playersResult
 		}
 	}
 	sent0, lists0 := sumPlayers(players)
+	for _, p := range players {
+		p.measuring.Store(true)
+	}
 	m := meterCPU(c)
 	time.Sleep(cfg.dur) // a real wait: the measured window
 	cpu, wall, cerr := m.used()
 	sent1, lists1 := sumPlayers(players)
+	var rtts []time.Duration
+	for _, p := range players {
+		p.measuring.Store(false)
+		rtts = append(rtts, p.listRTTs()...)
+	}
+	r.listRTT = summarise(rtts)
 	if prof {
 		if err := c.stopProfile(); err != nil {
 			fmt.Fprintf(cfg.log, "players: profile: %v\n", err)
@@ -194,8 +206,8 @@ func measurePlayers(cfg playersConfig, im playerImpl, t transport) playersResult
 			break
 		}
 	}
-	fmt.Fprintf(cfg.log, "players: %s %s: server CPU %v over %v; per player %.2f ms/s, %.0f KiB RSS, %.1f goroutines; %.1f ticks/s and %.2f /list answers/s per player; %d in the world\n",
-		im, t, cpu, wall.Round(time.Millisecond), r.cpu, r.rssKiB, r.gor, r.ticks, r.lists, inWorld)
+	fmt.Fprintf(cfg.log, "players: %s %s: server CPU %v over %v; per player %.2f ms/s, %.0f KiB RSS, %.1f goroutines; %.1f ticks/s and %.2f /list answers/s per player; %d in the world; /list round trip %v\n",
+		im, t, cpu, wall.Round(time.Millisecond), r.cpu, r.rssKiB, r.gor, r.ticks, r.lists, inWorld, r.listRTT)
 	return r
 }
 
@@ -211,16 +223,21 @@ func sumPlayers(ps []*benchPlayer) (sent, lists int64) {
 // printPlayers writes the players phase's table: each server's figures
 // per run and Basalt's ratio to gophertunnel's in the same run.
 func printPlayers(w io.Writer, cfg playersConfig, rs []playersResult) {
-	fmt.Fprintf(w, "players: %d players, %v measured, PlayerAuthInput at 20 Hz and /list at 1 Hz each\n\n", cfg.n, cfg.dur)
-	fmt.Fprintln(w, "| run | server | transport | joined | join p50 / p99 (ms) | ticks/s sent per player | server CPU per player at 20 Hz (ms/s) | RSS per player (KiB) | goroutines per player | players per core at 20 Hz |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "players: %d players, %v measured, PlayerAuthInput at 20 Hz and /list at 1 Hz each", cfg.n, cfg.dur)
+	if cfg.loss > 0 {
+		fmt.Fprintf(w, "; NetherNet players lose %g%% of datagrams each way", 100*cfg.loss)
+	}
+	fmt.Fprint(w, "\n\n")
+	fmt.Fprintln(w, "| run | server | transport | joined | join p50 / p99 (ms) | /list round trip p50 / p99 (ms) | ticks/s sent per player | server CPU per player at 20 Hz (ms/s) | RSS per player (KiB) | goroutines per player | players per core at 20 Hz |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.joined == 0 {
-			fmt.Fprintf(w, "| %d | %s | %s | 0 of %d | - | - | - | - | - | - |\n", r.run, r.im, r.t, cfg.n)
+			fmt.Fprintf(w, "| %d | %s | %s | 0 of %d | - | - | - | - | - | - | - |\n", r.run, r.im, r.t, cfg.n)
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %d of %d | %.1f / %.1f | %.1f | %.2f | %.0f | %.1f | %.0f |\n",
-			r.run, r.im, r.t, r.joined, cfg.n, ms(r.joins.P50), ms(r.joins.P99), r.ticks, r.cpu20(), r.rssKiB, r.gor, r.perCore())
+		fmt.Fprintf(w, "| %d | %s | %s | %d of %d | %.1f / %.1f | %.1f / %.1f | %.1f | %.2f | %.0f | %.1f | %.0f |\n",
+			r.run, r.im, r.t, r.joined, cfg.n, ms(r.joins.P50), ms(r.joins.P99), ms(r.listRTT.P50), ms(r.listRTT.P99),
+			r.ticks, r.cpu20(), r.rssKiB, r.gor, r.perCore())
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| run | transport | join p50 | server CPU per player | RSS per player | goroutines per player |")
@@ -259,11 +276,15 @@ func cmdPlayers(args []string) error {
 	ts := fs.String("transports", "raknet,nethernet", "comma-separated transports")
 	ims := fs.String("impls", "basalt,gophertunnel", "comma-separated servers")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times")
+	loss := fs.Float64("loss", 0, "percentage of datagrams NetherNet players lose each way, in [0, 50]")
 	profDir := fs.String("cpuprofile", "", "write each server's CPU profile over the window, and its goroutines and live heap at the end, into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := playersConfig{n: *n, dur: *dur, settle: *settle, dialers: *dialers, runs: *runs, log: os.Stderr}
+	cfg := playersConfig{n: *n, dur: *dur, settle: *settle, dialers: *dialers, runs: *runs, loss: *loss / 100, log: os.Stderr}
+	if *loss < 0 || *loss > 50 {
+		return fmt.Errorf("-loss %g: want a percentage in [0, 50]", *loss)
+	}
 	if cfg.n < 1 || cfg.n > 2000 {
 		return fmt.Errorf("-n %d: want 1 to 2000", cfg.n)
 	}

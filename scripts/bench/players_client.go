@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,8 @@ import (
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/endpoint"
 	"github.com/go-gl/mathgl/mgl32"
+	piontransport "github.com/pion/transport/v4"
+	"github.com/pion/transport/v4/stdnet"
 	"github.com/pion/webrtc/v4"
 	"github.com/sandertv/gophertunnel/minecraft"
 	"github.com/sandertv/gophertunnel/minecraft/protocol"
@@ -66,6 +70,93 @@ func (rakNetFrom) Listen(string) (minecraft.NetworkListener, error) {
 	return nil, errors.New("bench: listen not supported")
 }
 
+// lossyNet is the network pion's ICE gathers on, where every socket
+// drops each datagram it sends or receives with probability rate: a lossy
+// link under the player.
+type lossyNet struct {
+	*stdnet.Net
+	rate float64
+}
+
+func (n lossyNet) ListenUDP(network string, laddr *net.UDPAddr) (piontransport.UDPConn, error) {
+	c, err := n.Net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, err
+	}
+	return &lossyConn{UDPConn: c, rate: n.rate}, nil
+}
+
+func (n lossyNet) ListenPacket(network, address string) (net.PacketConn, error) {
+	c, err := n.Net.ListenPacket(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &lossyPacketConn{PacketConn: c, rate: n.rate}, nil
+}
+
+// drop reports whether a datagram is lost at rate.
+func drop(rate float64) bool { return rate > 0 && rand.Float64() < rate }
+
+// lossyConn drops datagrams both ways at rate.
+type lossyConn struct {
+	piontransport.UDPConn
+	rate float64
+}
+
+func (c *lossyConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.UDPConn.ReadFrom(b)
+		if err != nil || !drop(c.rate) {
+			return n, a, err
+		}
+	}
+}
+
+func (c *lossyConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
+	for {
+		n, a, err := c.UDPConn.ReadFromUDP(b)
+		if err != nil || !drop(c.rate) {
+			return n, a, err
+		}
+	}
+}
+
+func (c *lossyConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	if drop(c.rate) {
+		return len(b), nil
+	}
+	return c.UDPConn.WriteTo(b, a)
+}
+
+func (c *lossyConn) WriteToUDP(b []byte, a *net.UDPAddr) (int, error) {
+	if drop(c.rate) {
+		return len(b), nil
+	}
+	return c.UDPConn.WriteToUDP(b, a)
+}
+
+// lossyPacketConn is lossyConn for a net.PacketConn.
+type lossyPacketConn struct {
+	net.PacketConn
+	rate float64
+}
+
+func (c *lossyPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !drop(c.rate) {
+			return n, a, err
+		}
+	}
+}
+
+func (c *lossyPacketConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	if drop(c.rate) {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, a)
+}
+
 // netherNetFrom is gophertunnel's NetherNet network whose signalling
 // (HTTP) comes from the address local; ICE runs on loopback through api.
 func netherNetFrom(local netip.Addr, api *webrtc.API) minecraft.NetherNet {
@@ -93,6 +184,23 @@ type benchPlayer struct {
 	sent, read, lists atomic.Int64
 	// rerr is why the reader stopped, werr why the sender did.
 	rerr, werr error
+
+	// listAt is when the last /list was sent (ns since listBase); the
+	// reader records its answer's round trip while measuring is set.
+	listAt    atomic.Int64
+	measuring atomic.Bool
+	mu        sync.Mutex
+	rtts      []time.Duration // guarded by mu
+}
+
+// listBase is the origin of benchPlayer.listAt.
+var listBase = time.Now()
+
+// listRTTs returns the /list round trips recorded.
+func (p *benchPlayer) listRTTs() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.rtts)
 }
 
 // joinPlayer dials addr over network as player i and spawns.
@@ -137,6 +245,7 @@ func (p *benchPlayer) play(offset time.Duration, stop <-chan struct{}) {
 			Tick:      tick,
 		})
 		if err == nil && tick%listEvery == 0 {
+			p.listAt.Store(int64(time.Since(listBase)))
 			err = p.conn.WritePacket(&packet.CommandRequest{
 				CommandLine:   "/list",
 				CommandOrigin: protocol.CommandOrigin{Origin: protocol.CommandOriginPlayer},
@@ -170,6 +279,12 @@ func (p *benchPlayer) reader() {
 		p.read.Add(1)
 		if t, ok := pk.(*packet.Text); ok && isListAnswer(t.Message) {
 			p.lists.Add(1)
+			if p.measuring.Load() {
+				rtt := time.Since(listBase) - time.Duration(p.listAt.Load())
+				p.mu.Lock()
+				p.rtts = append(p.rtts, rtt)
+				p.mu.Unlock()
+			}
 		}
 	}
 }
@@ -179,12 +294,16 @@ func (p *benchPlayer) reader() {
 func isListAnswer(msg string) bool { return strings.Contains(msg, " in the lobby: ") }
 
 // joinPlayers joins n players to addr over t with dialers joining at
-// once, each from its own address. It returns the players who joined
+// once, each from its own address; NetherNet players lose a fraction loss
+// of their datagrams each way. It returns the players who joined
 // and the first error of those who did not.
-func joinPlayers(t transport, addr string, n, dialers int) ([]*benchPlayer, int, error) {
+func joinPlayers(t transport, addr string, n, dialers int, loss float64) ([]*benchPlayer, int, error) {
 	var api *webrtc.API
 	if t == transportNetherNet {
-		api = loopbackAPI()
+		var err error
+		if api, err = clientAPI(loss); err != nil {
+			return nil, 0, err
+		}
 	}
 	players := make([]*benchPlayer, n)
 	var (
@@ -227,6 +346,20 @@ func joinPlayers(t transport, addr string, n, dialers int) ([]*benchPlayer, int,
 		}
 	}
 	return live, int(fails.Load()), firstErr
+}
+
+// clientAPI is the NetherNet players' WebRTC API: ICE on loopback, each
+// socket losing a fraction loss of its datagrams each way.
+func clientAPI(loss float64) (*webrtc.API, error) {
+	se := loopbackSettings()
+	if loss > 0 {
+		n, err := stdnet.NewNet()
+		if err != nil {
+			return nil, err
+		}
+		se.SetNet(lossyNet{Net: n, rate: loss})
+	}
+	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), nil
 }
 
 // closePlayers closes every player's connection and waits at most d for

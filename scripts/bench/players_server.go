@@ -414,10 +414,15 @@ func writeProfile(name, path string, debug int) error {
 // loopbackAPI is a WebRTC API whose ICE gathers loopback IPv4 candidates
 // only, without mDNS: no datagram of the bench leaves the machine.
 func loopbackAPI() *webrtc.API {
+	return webrtc.NewAPI(webrtc.WithSettingEngine(loopbackSettings()))
+}
+
+// loopbackSettings are loopbackAPI's settings.
+func loopbackSettings() webrtc.SettingEngine {
 	var se webrtc.SettingEngine
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	return webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	return se
 }
