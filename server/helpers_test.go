@@ -15,6 +15,7 @@ import (
 
 	"github.com/basaltmc/basalt/motd"
 	"github.com/basaltmc/basalt/raknet"
+	"github.com/basaltmc/basalt/server/internal/servertest"
 	"github.com/basaltmc/basalt/session"
 )
 
@@ -79,14 +80,11 @@ func ping(t *testing.T, addr string) motd.Status {
 // waitFor polls cond until it holds, failing the test after testTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	servertest.WaitFor(t, what, testTimeout, cond)
 }
+
+// syncBuffer is the log sink of the package's tests.
+type syncBuffer = servertest.SyncBuffer
 
 // client is a hand-rolled Bedrock client over a raknet.Conn: it writes and
 // reads 0xfe batches without compression (enough for handlers that never

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/basaltmc/basalt/server/internal/checks"
+	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
 // TestListenPortInUse checks a game port held by another program is
@@ -60,7 +60,7 @@ func TestListenErrorsSayTheFix(t *testing.T) {
 	for _, err := range []error{syscall.EADDRINUSE, syscall.EACCES, syscall.EADDRNOTAVAIL, other} {
 		for _, key := range []string{"network.address_v4", "network.address_v6", "metrics.address", "network.nethernet_ice_port"} {
 			e := &listenError{key: key, addr: "0.0.0.0:80", err: err}
-			checks.Fixes(t, e, key, 0)
+			servertest.Fixes(t, e, key, 0)
 			if !errors.Is(e, err) {
 				t.Errorf("%v: got it not wrapping %v", e, err)
 			}
@@ -77,7 +77,7 @@ func TestListenErrorsSayTheFix(t *testing.T) {
 		{fmt.Errorf("nethernet: %w", other), "network.nethernet"},
 	} {
 		err := netherNetListenError("network.address_v4", "0.0.0.0:19132", "0.0.0.0:19140", tc.err)
-		checks.Fixes(t, err, tc.key, 0)
+		servertest.Fixes(t, err, tc.key, 0)
 		if !errors.Is(err, errors.Unwrap(tc.err)) {
 			t.Errorf("%v: got it not wrapping %v", err, errors.Unwrap(tc.err))
 		}

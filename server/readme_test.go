@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/basaltmc/basalt/server/internal/checks"
+	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
 // TestREADMEHandlerMatchesExample keeps the handler example in README.md
@@ -72,7 +72,7 @@ func TestREADMELayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := checks.Section(string(readme), "## Layout")
+	section := servertest.Section(string(readme), "## Layout")
 	if section == "" {
 		t.Fatal("README.md: no \"## Layout\" section")
 	}

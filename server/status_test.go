@@ -135,12 +135,10 @@ func TestStatusProviderStopsAtClose(t *testing.T) {
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	n := calls.Load()
-	// A loop still running would call the provider at least once in a few
-	// of its intervals.
-	time.Sleep(20 * interval)
-	if got := calls.Load(); got != n {
-		t.Errorf("provider called %d times after Close returned, want none", got-n)
+	// Close waits for the loop that asks the provider: once it returned,
+	// no goroutine of it is left to call the provider again.
+	if left := leaktest.Goroutines("github.com/basaltmc/basalt/server.(*Server).provideStatus"); len(left) != 0 {
+		t.Errorf("got the provider's loop running after Close returned, want it ended:\n%s", strings.Join(left, "\n\n"))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/server/internal/servertest"
 	"github.com/basaltmc/basalt/server/nethernet"
 	"github.com/df-mc/go-nethernet/discovery"
 )
@@ -88,15 +89,11 @@ func TestNetherNetLANDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
 	var data []byte
-	for data == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("not discovered under the GUID")
-		}
-		time.Sleep(50 * time.Millisecond)
+	servertest.WaitFor(t, "discovery under the GUID", 10*time.Second, func() bool {
 		data = c.Responses()[uint64(srv.GUID())]
-	}
+		return data != nil
+	})
 	var ad nethernet.Advertisement
 	if err := ad.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/server/access"
-	"github.com/basaltmc/basalt/server/internal/checks"
+	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
 // TestConfigErrorsSayTheFix runs every problem Validate and LoadConfig
@@ -102,7 +102,7 @@ func TestConfigErrorsSayTheFix(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.doc))
-			checks.Fixes(t, err, tc.key, tc.line)
+			servertest.Fixes(t, err, tc.key, tc.line)
 		})
 	}
 }
@@ -142,11 +142,11 @@ func TestConfigFileErrorsSayTheFix(t *testing.T) {
 				if c != nil {
 					_ = c.Close()
 				}
-				checks.Fixes(t, err, tc.key, 2)
+				servertest.Fixes(t, err, tc.key, 2)
 				return
 			}
 			_, err = uc.Config(nil)
-			checks.Fixes(t, err, tc.key, 2)
+			servertest.Fixes(t, err, tc.key, 2)
 		})
 	}
 }
@@ -190,7 +190,7 @@ func TestAccessFileErrorsSayTheFix(t *testing.T) {
 			}.New()
 			err := srv.Listen()
 			_ = srv.Close()
-			checks.Fixes(t, err, tc.key, 0)
+			servertest.Fixes(t, err, tc.key, 0)
 		})
 	}
 }
@@ -219,7 +219,7 @@ func TestReloadErrorsSayTheFix(t *testing.T) {
 		if err := os.WriteFile(tc.path, []byte(`[{"name":`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		checks.Fixes(t, srv.Reload(), tc.key, 0)
+		servertest.Fixes(t, srv.Reload(), tc.key, 0)
 		if err := os.WriteFile(tc.path, []byte(`[]`), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestListenErrorsNameLine(t *testing.T) {
 			srv := c.New()
 			err = srv.Listen()
 			_ = srv.Close()
-			checks.Fixes(t, err, tc.key, tc.line)
+			servertest.Fixes(t, err, tc.key, tc.line)
 		})
 	}
 }

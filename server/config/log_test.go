@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
 // TestLoggerColourOnTerminalOnly checks console lines carry colour codes
@@ -195,15 +197,8 @@ func TestLoggerFileRotates(t *testing.T) {
 	}
 	// Old files are removed by lumberjack's own goroutine, after the
 	// rotation: wait for it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	servertest.WaitFor(t, "one rotated file (log.file_backups)", 10*time.Second, func() bool {
 		old, _ := filepath.Glob(filepath.Join(uc.dir, "basalt-*.log"))
-		if len(old) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d rotated files %v, want 1 (log.file_backups)", len(old), old)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(old) == 1
+	})
 }

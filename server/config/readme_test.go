@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/basaltmc/basalt/server/internal/checks"
+	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
 // configKeys returns each key of DefaultConfigFile as "table.key" with its
@@ -41,7 +41,7 @@ func TestREADMEConfigTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := checks.Section(string(readme), "## Configuration reference")
+	section := servertest.Section(string(readme), "## Configuration reference")
 	if section == "" {
 		t.Fatal("scripts/docs/configuration.md: no \"## Configuration reference\" section")
 	}

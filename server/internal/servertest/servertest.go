@@ -1,13 +1,17 @@
-// Package checks holds checks the server's packages share in their tests:
-// the house rule for configuration errors (each names its key, and line
-// when known, and ends with the fix), and reading a section of the
-// markdown documents tests hold to the code.
-package checks
+// Package servertest is the helper set the server's packages share in
+// their tests: the house rule for configuration errors (each names its key,
+// and line when known, and ends with the fix), reading a section of the
+// markdown documents tests hold to the code, a log sink safe for a
+// logger's concurrent writes, and waiting for a condition on real sockets.
+package servertest
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // fixVerbs are the words a fix starts with: every error the configuration
@@ -57,4 +61,41 @@ func Section(doc, heading string) string {
 		rest = rest[:i]
 	}
 	return rest
+}
+
+// WaitFor polls cond until it holds, failing t with what after timeout.
+// It is for tests on real sockets and files, which a synctest bubble
+// cannot hold: the sleep between polls is wall-clock time.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		// A real sleep: what cond reads changes on other goroutines
+		// driven by sockets or the file system, outside any bubble.
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+// Its zero value is empty and ready to use.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
