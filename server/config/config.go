@@ -58,8 +58,9 @@ const (
 //     it at 80 columns; "\n" starts a new paragraph);
 //  2. set its default in DefaultUserConfig, from the owning package's
 //     exported constant where there is one;
-//  3. check it in Validate (config_check.go), naming the key and the fix;
-//  4. carry it into a Config field in UserConfig.Config;
+//  3. check it in Validate (check.go), naming the key and the fix;
+//  4. carry it into a server.Config field, in the nested struct of its
+//     table, in UserConfig.Config;
 //  5. run go test ./server/config -run TestConfigFile -update, which rewrites the
 //     repository's config.toml, and add the key's row to README.md's
 //     configuration table (TestREADMEConfigTable names the row it wants).

@@ -55,7 +55,7 @@ func TestConfigFileDecodesToDefaults(t *testing.T) {
 	}
 }
 
-// TestConfigFile holds the repository's config.toml to DefaultConfigFile;
+// TestConfigFile holds the repository's config.toml to DefaultFile;
 // with -update it rewrites it.
 func TestConfigFile(t *testing.T) {
 	path := filepath.Join("..", "..", "config.toml")
@@ -337,7 +337,7 @@ func TestConfig(t *testing.T) {
 	path := filepath.Join(dir, "config.toml")
 	uc, err := Load(path)
 	if err != nil {
-		t.Fatalf("LoadConfig: got error %v, want nil", err)
+		t.Fatalf("Load: got error %v, want nil", err)
 	}
 	log := zerolog.Nop()
 	c, err := uc.Config(&log)

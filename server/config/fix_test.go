@@ -13,7 +13,7 @@ import (
 	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
-// TestConfigErrorsSayTheFix runs every problem Validate and LoadConfig
+// TestConfigErrorsSayTheFix runs every problem Validate and Load
 // report, one case per message, and checks each names its key and line and
 // ends with a fix.
 func TestConfigErrorsSayTheFix(t *testing.T) {
@@ -21,7 +21,7 @@ func TestConfigErrorsSayTheFix(t *testing.T) {
 		name, doc, key string
 		line           int
 	}{
-		// LoadConfig's decoding.
+		// Load's decoding.
 		{"unknown key", "[server]\nnmae = \"x\"\n", "server.nmae", 2},
 		{"unknown table", "[worlds]\nseed = 1\n", "worlds", 1},
 		{"quoted number", "[server]\nmax_players = \"20\"\n", "server.max_players", 2},

@@ -10,7 +10,7 @@ import (
 	"github.com/basaltmc/basalt/server/internal/servertest"
 )
 
-// configKeys returns each key of DefaultConfigFile as "table.key" with its
+// configKeys returns each key of DefaultFile as "table.key" with its
 // value's TOML text, in file order.
 func configKeys(t *testing.T) (keys, values []string) {
 	t.Helper()
@@ -34,7 +34,7 @@ func configKeys(t *testing.T) (keys, values []string) {
 }
 
 // TestREADMEConfigTable holds the configuration reference the README links
-// to, scripts/docs/configuration.md, to DefaultConfigFile: one row per key,
+// to, scripts/docs/configuration.md, to DefaultFile: one row per key,
 // in the file's order, with the file's default.
 func TestREADMEConfigTable(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "scripts", "docs", "configuration.md"))
