@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/server/nethernet"
@@ -25,8 +26,9 @@ import (
 
 // Bounds of the NetherNet attacks: each lasts seconds, on loopback.
 const (
-	// attackFor is how long each attack lasts.
-	attackFor = 4 * time.Second
+	// attackFor bounds each attack: it lasts until it has built up and
+	// the honest player has joined in its middle, at most this long.
+	attackFor = 8 * time.Second
 	// honestJoinWithin bounds an honest NetherNet join (signalling, ICE,
 	// DTLS, SCTP and the Login) in the middle of an attack, without the
 	// race detector; with it, every goroutine runs several times slower.
@@ -165,13 +167,17 @@ func honestBound() time.Duration {
 	return honestJoinWithin
 }
 
-// joinDuring runs an honest join after delay and fails t unless it
-// joins within honestJoinWithin.
-func joinDuring(t *testing.T, addr string, delay time.Duration) <-chan struct{} {
+// joinDuring runs an honest join once the attack has built up (built
+// reports it, polled) and fails t unless it joins within the bound; the
+// channel is closed when the join is over.
+func joinDuring(t *testing.T, addr string, built func() bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(delay) // into the attack
+		if !poll.Until(attackFor, 10*time.Millisecond, built) {
+			t.Errorf("the attack did not build up in %v", attackFor)
+			return
+		}
 		took, err := honestJoin(t, addr, "Steve")
 		t.Logf("honest join during the attack: %v (%v)", took.Round(time.Millisecond), err)
 		if err != nil {
@@ -181,6 +187,15 @@ func joinDuring(t *testing.T, addr string, delay time.Duration) <-chan struct{} 
 		}
 	}()
 	return done
+}
+
+// statsOf returns a condition on srv's NetherNet counters, for
+// joinDuring.
+func statsOf(srv *server.Server, cond func(nethernet.Stats) bool) func() bool {
+	return func() bool {
+		st, ok := srv.NetherNetStats()
+		return ok && cond(st)
+	}
 }
 
 // Real offers POSTed from 400 source addresses spread over 100 /24s, 200
@@ -239,11 +254,12 @@ func TestNetherNetOfferFloodFromManyAddresses(t *testing.T) {
 			}
 		})
 	}
-	joined := joinDuring(t, nnAddr, 2500*time.Millisecond)
-	time.Sleep(attackFor)
+	// The cap full, and the unproven torn down as new offers come.
+	<-joinDuring(t, nnAddr, statsOf(srv, func(st nethernet.Stats) bool {
+		return st.Negotiating >= nethernet.DefaultMaxNegotiations*3/4 && st.Unproven >= 100
+	}))
 	close(stop)
 	wg.Wait()
-	<-joined
 	st, _ := srv.NetherNetStats()
 	t.Logf("%d offers sent, %d answered; stats %+v", sent.Load(), ok200.Load(), st)
 	u.check(t, attackers)
@@ -297,11 +313,11 @@ func TestNetherNetLANOfferFlood(t *testing.T) {
 			}
 		}
 	})
-	joined := joinDuring(t, nnAddr, 2500*time.Millisecond)
-	time.Sleep(attackFor)
+	<-joinDuring(t, nnAddr, statsOf(srv, func(st nethernet.Stats) bool {
+		return st.Negotiating >= nethernet.DefaultMaxNegotiations*3/4 && st.Unproven >= 100
+	}))
 	close(stop)
 	wg.Wait()
-	<-joined
 	st, _ := srv.NetherNetStats()
 	t.Logf("%d LAN offers sent; stats %+v", sent.Load(), st)
 	u.check(t, 0) // the attack's sockets were open before the first sample
@@ -355,11 +371,13 @@ func TestNetherNetSlowConnections(t *testing.T) {
 			}
 		})
 	}
-	joined := joinDuring(t, nnAddr, 1500*time.Millisecond)
-	time.Sleep(attackFor)
+	// The endpoint full of slow connections, most of them closed for
+	// newer ones already.
+	<-joinDuring(t, nnAddr, statsOf(srv, func(st nethernet.Stats) bool {
+		return st.SignalingConns >= nethernet.DefaultMaxSignalingConns*3/4 && st.ConnsEvicted >= slow/2
+	}))
 	close(stop)
 	wg.Wait()
-	<-joined
 	st, _ := srv.NetherNetStats()
 	mu.Lock()
 	held := len(conns)
@@ -382,8 +400,10 @@ func TestNetherNetHousehold(t *testing.T) {
 	var wg sync.WaitGroup
 	var joined atomic.Int64
 	start := time.Now()
+	every := time.NewTicker(100 * time.Millisecond) // a player's join every 100 ms
+	defer every.Stop()
 	for i := range players {
-		time.Sleep(100 * time.Millisecond) // a player's join every 100 ms
+		<-every.C
 		wg.Go(func() {
 			if _, err := honestJoin(t, nnAddr, fmt.Sprint("Kid", i)); err != nil {
 				t.Errorf("player %d: %v", i, err)

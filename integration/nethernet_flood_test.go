@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/server/nethernet"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/sandertv/gophertunnel/minecraft"
@@ -207,6 +208,8 @@ func TestNetherNetFlood(t *testing.T) {
 		defer pc.Close()
 		to, _ := net.ResolveUDPAddr("udp", raknetAddr)
 		junk := junkDatagrams()
+		pace := time.NewTicker(time.Millisecond) // about 250k datagrams a second at most
+		defer pace.Stop()
 		for i := 0; i < floodJunkMax; i++ {
 			select {
 			case <-stop:
@@ -217,7 +220,7 @@ func TestNetherNetFlood(t *testing.T) {
 				junkSent.Add(1)
 			}
 			if i%256 == 255 {
-				time.Sleep(time.Millisecond) // about 250k datagrams a second at most
+				<-pace.C
 			}
 		}
 	})
@@ -248,7 +251,11 @@ func TestNetherNetFlood(t *testing.T) {
 	joined := make(chan error, 1)
 	var joinTook time.Duration
 	go func() {
-		time.Sleep(500 * time.Millisecond) // into the flood
+		// Into the flood: the offers have filled their /24's share.
+		poll.Until(floodFor, 10*time.Millisecond, func() bool {
+			st, _ := srv.NetherNetStats()
+			return st.Negotiating >= 32
+		})
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), floodJoinWithin)
 		defer cancel()
@@ -261,6 +268,8 @@ func TestNetherNetFlood(t *testing.T) {
 		joined <- err
 	}()
 	echoes := 0
+	every := time.NewTicker(100 * time.Millisecond)
+	defer every.Stop()
 	for deadline := time.Now().Add(floodFor - 500*time.Millisecond); time.Now().Before(deadline); {
 		if err := alex.WritePacket(&packet.CommandRequest{
 			CommandLine:   "/list",
@@ -270,7 +279,7 @@ func TestNetherNetFlood(t *testing.T) {
 		}
 		lobbyText(t, alex, "in the lobby:")
 		echoes++
-		time.Sleep(100 * time.Millisecond)
+		<-every.C // a round trip every 100 ms
 	}
 	if err := <-joined; err != nil {
 		t.Errorf("NetherNet player under the flood: %v", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/basaltmc/basalt/integration/leaktest"
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/server"
 	"github.com/basaltmc/basalt/server/config"
 	gonn "github.com/df-mc/go-nethernet"
@@ -249,12 +250,8 @@ func TestNetherNetPeerGoneNoLeak(t *testing.T) {
 	if err := n.last.Close(); err != nil {
 		t.Logf("close peer connection: %v", err)
 	}
-	deadline := time.Now().Add(lobbyWait)
-	for srv.PlayerCount() != 0 || len(srv.Sessions()) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d players, %d sessions %v after the peer went away", srv.PlayerCount(), len(srv.Sessions()), lobbyWait)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Until(lobbyWait, 10*time.Millisecond, func() bool { return srv.PlayerCount() == 0 && len(srv.Sessions()) == 0 }) {
+		t.Fatalf("%d players, %d sessions %v after the peer went away", srv.PlayerCount(), len(srv.Sessions()), lobbyWait)
 	}
 	if st, _ := srv.NetherNetStats(); st.Open != 0 {
 		t.Errorf("%d NetherNet connections open, want 0", st.Open)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/poll"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/discovery"
 )
@@ -48,13 +49,8 @@ func TestLANDiscoveryAndJoin(t *testing.T) {
 	c := lanClient(t, l.LANAddr().(*net.UDPAddr).Port)
 	defer c.Close()
 	var data []byte
-	deadline := time.Now().Add(10 * time.Second)
-	for data == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the server was not discovered")
-		}
-		time.Sleep(50 * time.Millisecond)
-		data = c.Responses()[guid]
+	if !poll.Until(10*time.Second, 50*time.Millisecond, func() bool { data = c.Responses()[guid]; return data != nil }) {
+		t.Fatal("the server was not discovered")
 	}
 	var ad Advertisement
 	if err := ad.UnmarshalBinary(data); err != nil {

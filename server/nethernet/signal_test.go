@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/poll"
 	goproxy "github.com/pires/go-proxyproto"
 )
 
@@ -178,7 +179,11 @@ func TestSlowConnectionsDoNotHoldTheEndpoint(t *testing.T) {
 		_, _ = c.Write([]byte("G"))
 		conns = append(conns, c)
 	}
-	time.Sleep(100 * time.Millisecond) // let the server accept them all
+	// The server has taken them all in: the oldest were closed for the
+	// newest.
+	if !poll.Until(5*time.Second, 10*time.Millisecond, func() bool { return l.Stats().ConnsEvicted >= slow-64 }) {
+		t.Fatalf("only %d slow connections evicted", l.Stats().ConnsEvicted)
+	}
 	start := time.Now()
 	resp, err := httpClient().Get("http://" + l.Addr().String() + "/v1/join")
 	if err != nil {
@@ -241,8 +246,10 @@ func TestHouseholdJoins(t *testing.T) {
 		clients []io.Closer
 	)
 	start := time.Now()
+	every := time.NewTicker(100 * time.Millisecond) // a player's join every 100 ms
+	defer every.Stop()
 	for i := range players {
-		time.Sleep(100 * time.Millisecond) // a player's join every 100 ms
+		<-every.C
 		wg.Go(func() {
 			c, err := dial(t, l, nil)
 			if err != nil {
@@ -259,9 +266,8 @@ func TestHouseholdJoins(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); l.Stats().Accepted < players && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond) // the last handovers to Accept
-	}
+	// The last handovers to Accept.
+	poll.Until(5*time.Second, 10*time.Millisecond, func() bool { return l.Stats().Accepted >= players })
 	took := time.Since(start)
 	for _, c := range clients {
 		_ = c.Close()
