@@ -566,8 +566,9 @@ func TestNginxLoadBalancer(t *testing.T) {
 	if !ok {
 		return
 	}
+	var netherNetJoined int
 	ok = t.Run("nethernet", func(t *testing.T) {
-		netherNetThroughNginx(t, front, instances)
+		netherNetJoined = netherNetThroughNginx(t, front, instances)
 	})
 	if !ok {
 		return
@@ -686,7 +687,7 @@ func TestNginxLoadBalancer(t *testing.T) {
 		local := gr.LocalAddr().String()
 		waitUntil(t, "the go-raknet client's session on the running instance", func() bool { return other.opened(local) })
 	})
-	t.Logf("%d players through nginx; test took %v", len(players)+4, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d RakNet and %d NetherNet players through nginx; test took %v", len(players)+4, netherNetJoined, time.Since(start).Round(time.Millisecond))
 }
 
 // netherNetPlayers is how many NetherNet players must join through nginx,
@@ -699,8 +700,8 @@ const netherNetPlayers, netherNetMost = 8, 16
 // nginx, with a PROXY header) logs it by its own address and port, the
 // answer offers only that instance's advertised address, the player's UDP
 // goes there directly, and every instance signs with the one shared key.
-// The players leave when the test ends.
-func netherNetThroughNginx(t *testing.T, front string, instances []*instance) {
+// The players leave when the test ends; it returns how many joined.
+func netherNetThroughNginx(t *testing.T, front string, instances []*instance) int {
 	count := map[*instance]int{}
 	var key *ecdsa.PublicKey
 	both := func() bool { return count[instances[0]] > 0 && count[instances[1]] > 0 }
@@ -766,6 +767,7 @@ func netherNetThroughNginx(t *testing.T, front string, instances []*instance) {
 		}
 	}
 	t.Logf("NetherNet players through nginx: %s %d, %s %d", a.name, count[a], b.name, count[b])
+	return count[a] + count[b]
 }
 
 // waitUntil polls cond until it holds, failing after nginxWait.
