@@ -255,15 +255,6 @@ func (t *ticket) bind(key connKey) bool {
 	return true
 }
 
-// known reports whether a negotiation named key is in progress, so that
-// a carrier passes on only the signals of admitted negotiations.
-func (a *admission) known(key connKey) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.byConn[key]
-	return ok
-}
-
 // wait waits for t's answering turn, at most answerWait or until ctx is
 // done, and reports whether it got one. At most waitingPerSource offers of
 // one source wait at once. The turn is given back when t is answered or
