@@ -65,15 +65,6 @@ func (uc UserConfig) withLines(err error) error {
 	return errors.Join(errs...)
 }
 
-// keyLine returns the line of the file uc was loaded from that set key, or
-// the first of several keys ("a, b") that the file sets; an index ("[2]")
-// after a key is looked up as the key. 0 means none.
-func (uc UserConfig) keyLine(key string) int {
-	ke := server.KeyError{Key: key}
-	ke.Locate(uc.lines)
-	return ke.Line
-}
-
 // lineOf returns the line of err if it is a KeyError with one, else 0.
 func lineOf(err error) int {
 	if ke, ok := errors.AsType[*server.KeyError](err); ok {
