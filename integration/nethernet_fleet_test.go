@@ -204,7 +204,12 @@ func TestNetherNetAdvertiseAddress(t *testing.T) {
 			cands := candidateAddrs(rec.answer())
 			var want bool
 			for _, a := range cands {
-				host, _, _ := net.SplitHostPort(a)
+				host, p, _ := net.SplitHostPort(a)
+				// Every candidate is on the ICE socket, the game port:
+				// the one port a firewall opens.
+				if p != port {
+					t.Errorf("the answer offers %s, not on the game port %s: %v", a, port, cands)
+				}
 				want = want || host == tc.wantIP
 				if host == tc.notIP {
 					t.Errorf("the answer offers %s: %v", a, cands)

@@ -406,7 +406,10 @@ func (l *Listener) newAPI(pc net.PacketConn) (*webrtc.API, *ice.UDPMuxDefault, e
 	if pa := l.conf.PublicAddress; pa.IsValid() {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
 			External:        []string{pa.Addr().Unmap().String()},
-			AsCandidateType: webrtc.ICECandidateTypeSrflx,
+			// A host candidate on the ICE socket itself: as srflx, pion
+			// would open a socket of its own per offer, on a port of
+			// its choosing that no firewall opened.
+			AsCandidateType: webrtc.ICECandidateTypeHost,
 			Mode:            webrtc.ICEAddressRewriteAppend,
 		})
 		if err != nil {
