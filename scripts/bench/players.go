@@ -201,8 +201,8 @@ func measurePlayers(cfg playersConfig, im playerImpl, t transport) playersResult
 	r.lists = float64(lists1-lists0) / wall.Seconds() / n
 	r.inWorld = inWorld
 	for _, p := range players {
-		if p.werr != nil {
-			r.err = fmt.Errorf("%s stopped sending: %w", p.name, p.werr)
+		if err := p.werr.Load(); err != nil {
+			r.err = fmt.Errorf("%s stopped sending: %w", p.name, *err)
 			break
 		}
 	}

@@ -182,8 +182,8 @@ type benchPlayer struct {
 	join time.Duration // dial to spawned
 
 	sent, read, lists atomic.Int64
-	// rerr is why the reader stopped, werr why the sender did.
-	rerr, werr error
+	// werr is why the sender stopped early.
+	werr atomic.Pointer[error]
 
 	// listAt is when the last /list was sent (ns since listBase); the
 	// reader records its answer's round trip while measuring is set.
@@ -256,7 +256,7 @@ func (p *benchPlayer) play(offset time.Duration, stop <-chan struct{}) {
 			err = p.conn.Flush()
 		}
 		if err != nil {
-			p.werr = err
+			p.werr.Store(&err)
 			return
 		}
 		p.sent.Add(1)
@@ -273,7 +273,6 @@ func (p *benchPlayer) reader() {
 	for {
 		pk, err := p.conn.ReadPacket()
 		if err != nil {
-			p.rerr = err
 			return
 		}
 		p.read.Add(1)
