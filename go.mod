@@ -17,6 +17,7 @@ require (
 	github.com/pion/logging v0.2.4
 	github.com/pion/sdp/v3 v3.0.19
 	github.com/pion/stun/v3 v3.1.6
+	github.com/pion/transport/v4 v4.0.2
 	github.com/pion/webrtc/v4 v4.2.16-0.20260627075746-7a223a6f4d4f
 	github.com/pires/go-proxyproto v0.15.0
 	github.com/prometheus/client_golang v1.25.0
@@ -49,7 +50,6 @@ require (
 	github.com/pion/rtp v1.10.2 // indirect
 	github.com/pion/sctp v1.10.2 // indirect
 	github.com/pion/srtp/v3 v3.0.12 // indirect
-	github.com/pion/transport/v4 v4.0.2 // indirect
 	github.com/pion/turn/v5 v5.0.10 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/wlynxg/anet v0.0.5 // indirect
