@@ -405,7 +405,7 @@ func (l *Listener) newAPI(pc net.PacketConn) (*webrtc.API, *ice.UDPMuxDefault, e
 	se.SetICETimeouts(4*time.Second, 10*time.Second, 2*time.Second)
 	if pa := l.conf.PublicAddress; pa.IsValid() {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
-			External:        []string{pa.Addr().Unmap().String()},
+			External: []string{pa.Addr().Unmap().String()},
 			// A host candidate on the ICE socket itself: as srflx, pion
 			// would open a socket of its own per offer, on a port of
 			// its choosing that no firewall opened.
