@@ -187,6 +187,7 @@ func (l *Listener) admitOffer(src netip.Addr, sig *gonn.Signal) (*ticket, int) {
 			return nil, gonn.ErrorCodeIdentityVerificationFailed
 		}
 	}
+	sig.Data = clientStartsDTLS(sig.Data)
 	t, why := l.adm.admit(src, time.Now())
 	if t == nil {
 		if why == refusedRate {
@@ -229,6 +230,19 @@ func checkOffer(offer string) error {
 		}
 	}
 	return nil
+}
+
+// clientStartsDTLS returns the offer with the client's DTLS role, when it
+// left the choice to the server (a=setup:actpass), made the client's
+// (a=setup:active), so that go-nethernet answers a=setup:passive and the
+// client starts the DTLS handshake the moment its ICE completes. With the
+// server starting it, a client that starts its DTLS side only after its
+// own ICE completes (werift, as npm nethernet uses it) leaves pion's
+// first ClientHello unanswered and waits the second, a second later.
+// The identity assertion covers the fingerprint lines alone, which stay
+// as they are.
+func clientStartsDTLS(offer string) string {
+	return strings.Replace(offer, "a=setup:actpass", "a=setup:active", 1)
 }
 
 // maxIdentity bounds an offer's a=identity attribute.

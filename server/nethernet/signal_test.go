@@ -415,3 +415,26 @@ func TestSignallingProxyHeader(t *testing.T) {
 	}
 	_ = l.Close()
 }
+
+// The answer to an offer that leaves the DTLS role to the server says
+// a=setup:passive: the client starts the handshake, and the join works.
+func TestAnswerLetsTheClientStartDTLS(t *testing.T) {
+	defer checkGoroutines(t)()
+	l := listenTest(t, Config{AllowAnonymous: true})
+	offer := offerSDP(t)
+	if !strings.Contains(offer, "a=setup:actpass") {
+		t.Fatalf("the client's offer does not leave the role open:\n%s", offer)
+	}
+	answer := postOffer(t, l, "7", offer)
+	if !strings.Contains(answer, "a=setup:passive") {
+		t.Errorf("answer without a=setup:passive:\n%s", answer)
+	}
+	cc, err := dial(t, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := accept(t, l)
+	_ = cc.Close()
+	_ = sc.Close()
+	_ = l.Close()
+}
