@@ -76,7 +76,7 @@ func needNode(t *testing.T) string {
 		t.Skip("node is not installed: install Node.js 20 and npm to run the bedrock-protocol tests")
 	}
 	jsInstall.Do(func() {
-		if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "bedrock-protocol")); err == nil {
+		if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "nethernet")); err == nil {
 			return
 		}
 		cmd := exec.Command("npm", "ci", "--prefix", jsDir, "--no-audit", "--no-fund")
