@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,12 +140,10 @@ func TestNetherNetFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	heapBefore := ms.HeapInuse
-
 	stop := make(chan struct{})
+	// The heap and the negotiations in progress, sampled from before the
+	// flood.
+	u := sampleUsage(srv, stop)
 	var wg sync.WaitGroup
 	var statuses sync.Map // status code → *atomic.Uint64
 	var lastErr atomic.Pointer[error]
@@ -224,26 +221,6 @@ func TestNetherNetFlood(t *testing.T) {
 			}
 		}
 	})
-	// The heap and the negotiations in progress, sampled.
-	var heapMax uint64
-	var negMax int
-	wg.Go(func() {
-		tk := time.NewTicker(100 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-			}
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			heapMax = max(heapMax, ms.HeapInuse)
-			if st, ok := srv.NetherNetStats(); ok {
-				negMax = max(negMax, st.Negotiating)
-			}
-		}
-	})
 	time.AfterFunc(floodFor, func() { close(stop) })
 
 	// Meanwhile: the RakNet player keeps being answered, the NetherNet
@@ -292,6 +269,8 @@ func TestNetherNetFlood(t *testing.T) {
 		codes = append(codes, fmt.Sprintf("%d:%d", k, v.(*atomic.Uint64).Load()))
 		return true
 	})
+	<-u.done
+	heapBefore, heapMax, negMax := u.heap0, u.heapMax, u.negMax
 	growth := int64(heapMax) - int64(heapBefore)
 	t.Logf("flood %v: %d RakNet round trips; NetherNet join in %v; offers %d answered %d busy %d rate-limited %d too large %d malformed %d; "+
 		"negotiating at most %d; %d junk datagrams; heap %d MiB → at most %d MiB (+%d MiB); HTTP statuses %v",

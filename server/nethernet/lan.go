@@ -55,9 +55,9 @@ type lanSignaling struct {
 	replies atomic.Uint64
 	refused atomic.Uint64
 
-	mu       sync.Mutex
-	peers    map[uint64]lanPeer
-	notifier gonn.Notifier
+	mu    sync.Mutex
+	peers map[uint64]lanPeer
+	notifierSlot
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -165,8 +165,8 @@ func (s *lanSignaling) handle(b []byte, from net.Addr, now time.Time) {
 		}
 		s.mu.Lock()
 		s.remember(sender, from, now)
-		n := s.notifier
 		s.mu.Unlock()
+		n := s.notifier()
 		if n != nil {
 			n.NotifySignal(sig)
 		}
@@ -207,8 +207,8 @@ func (s *lanSignaling) offer(sig *gonn.Signal, sender uint64, src netip.Addr, fr
 		}
 		s.mu.Lock()
 		s.remember(sender, from, time.Now())
-		n := s.notifier
 		s.mu.Unlock()
+		n := s.notifier()
 		if n == nil || !n.NotifySignal(sig) {
 			t.release()
 			refuse(refusedBusyCode)
@@ -288,20 +288,6 @@ func (s *lanSignaling) Signal(ctx context.Context, sig *gonn.Signal) error {
 	}
 	_, err = s.conn.WriteTo(discovery.Marshal(&discovery.MessagePacket{RecipientID: id, Data: sig.String()}, s.id), p.addr)
 	return err
-}
-
-// Notify registers the listener the signals go to.
-func (s *lanSignaling) Notify(n gonn.Notifier) func() {
-	s.mu.Lock()
-	s.notifier = n
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		if s.notifier == n {
-			s.notifier = nil
-		}
-		s.mu.Unlock()
-	}
 }
 
 // Context is done once the socket is closed.

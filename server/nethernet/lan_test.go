@@ -161,7 +161,7 @@ func (n *recordNotifier) NotifySignal(s *gonn.Signal) bool {
 func TestLANSignalsAdmitted(t *testing.T) {
 	s := testLAN(t)
 	n := &recordNotifier{}
-	s.notifier = n
+	s.Notify(n)
 	offer := offerSDP(t)
 	msg := func(typ string, id uint64, data string) []byte {
 		sig := &gonn.Signal{Type: typ, ConnectionID: id, Data: data}

@@ -304,9 +304,9 @@ type httpSignaling struct {
 	l   *Listener
 	ctx context.Context
 
-	mu       sync.Mutex
-	notifier gonn.Notifier
-	pending  map[connKey]chan *gonn.Signal
+	mu sync.Mutex
+	notifierSlot
+	pending map[connKey]chan *gonn.Signal
 }
 
 func newHTTPSignaling(l *Listener, ctx context.Context) *httpSignaling {
@@ -320,8 +320,8 @@ func (s *httpSignaling) await(ctx context.Context, t *ticket, offer *gonn.Signal
 	ch := make(chan *gonn.Signal, 1)
 	s.mu.Lock()
 	s.pending[key] = ch
-	n := s.notifier
 	s.mu.Unlock()
+	n := s.notifier()
 	defer func() {
 		s.mu.Lock()
 		delete(s.pending, key)
@@ -368,20 +368,6 @@ func (s *httpSignaling) Signal(_ context.Context, sig *gonn.Signal) error {
 		return nil
 	default:
 		return errors.New("nethernet: signal already delivered")
-	}
-}
-
-// Notify registers the listener offers go to.
-func (s *httpSignaling) Notify(n gonn.Notifier) func() {
-	s.mu.Lock()
-	s.notifier = n
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		if s.notifier == n {
-			s.notifier = nil
-		}
-		s.mu.Unlock()
 	}
 }
 
@@ -448,4 +434,32 @@ func (r *ipLimiter) allow(a netip.Addr, now time.Time) bool {
 	}
 	r.counts[a] = n + 1
 	return true
+}
+
+// notifierSlot is the go-nethernet listener a Signaling hands the signals
+// it receives to; both carriers embed one.
+type notifierSlot struct {
+	mu sync.Mutex
+	n  gonn.Notifier
+}
+
+// Notify registers n as the listener signals go to.
+func (s *notifierSlot) Notify(n gonn.Notifier) func() {
+	s.mu.Lock()
+	s.n = n
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.n == n {
+			s.n = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// notifier returns the registered listener, nil if none.
+func (s *notifierSlot) notifier() gonn.Notifier {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
