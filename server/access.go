@@ -141,17 +141,28 @@ func (srv *Server) Reload() error {
 	return err
 }
 
-// watchAccess reloads a list whose file changed, every interval, until
-// done is closed.
+// watchAccess reloads a list whose file changed, every interval (never
+// if interval is negative), and writes the XUIDs logins learned, until
+// done is closed; then it writes those learned last.
 func (srv *Server) watchAccess(interval time.Duration, done <-chan struct{}) {
 	defer srv.loops.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if interval >= 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-done:
+			if err := srv.access.SaveLearned(); err != nil {
+				srv.log.Error().Err(srv.conf.locate(err)).Msg("the access lists learned an XUID the file could not take")
+			}
 			return
-		case <-t.C:
+		case <-srv.access.Learned():
+			srv.saveLearned()
+			continue
+		case <-tick:
 		}
 		a := srv.access
 		allow, bans := a.Changed()
@@ -176,6 +187,16 @@ func (srv *Server) watchAccess(interval time.Duration, done <-chan struct{}) {
 		srv.log.Info().Bool("allowlist", allow).Bool("bans", bans).Msg("reloaded changed access files")
 		srv.enforceAccess()
 	}
+}
+
+// saveLearned writes the XUIDs logins learned to the access files. A file
+// it reread, changed by hand since the last poll, may ban a player online.
+func (srv *Server) saveLearned() {
+	if err := srv.access.SaveLearned(); err != nil {
+		srv.log.Error().Err(srv.conf.locate(err)).Msg("the access lists learned an XUID the file could not take")
+		return
+	}
+	srv.enforceAccess()
 }
 
 func onOff(on bool) string {

@@ -213,9 +213,10 @@ func TestAllowlistLearnsXUID(t *testing.T) {
 	if _, l := srv.Allowlist(); len(l) != 1 || l[0].XUID != "2535400000000001" {
 		t.Fatalf("got %+v, want Steve's XUID recorded", l)
 	}
-	if data, _ := os.ReadFile(allow); !strings.Contains(string(data), "2535400000000001") {
-		t.Errorf("allowlist.json holds %s, want the XUID saved", data)
-	}
+	waitFor(t, "the learned XUID saved in allowlist.json", func() bool {
+		data, _ := os.ReadFile(allow)
+		return strings.Contains(string(data), "2535400000000001")
+	})
 	renamed := dial(t, addr, raknet.Dialer{})
 	renamed.sendRequest(is.Request(authtest.NewPlayer("Steve", "2535400000000002"), authtest.TokenOptions{}))
 	renamed.expectDisconnect(session.DisconnectReasonNotAllowed, NotAllowlistedMessage)
@@ -237,4 +238,30 @@ func TestAllowlistOfflineWarning(t *testing.T) {
 			t.Errorf("online %v: warned %v, want %v:\n%s", online, warned, !online, sink.String())
 		}
 	}
+}
+
+// In online mode a name ban read from bans.json takes the XUID of the
+// verified player it refuses, and the file is saved: the player stays
+// banned under a new name.
+func TestNameBanLearnsXUID(t *testing.T) {
+	is := authtest.NewIssuer()
+	defer is.Close()
+	bans := filepath.Join(t.TempDir(), "bans.json")
+	if err := os.WriteFile(bans, []byte(`[{"name":"Steve","reason":"griefing"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := onlineConfig(is)
+	c.Access.BansFile = bans
+	srv := startOnline(t, c)
+	addr := gameAddr(t, srv)
+	cl := dial(t, addr, raknet.Dialer{})
+	cl.sendRequest(is.Request(authtest.NewPlayer("Steve", "2535400000000001"), authtest.TokenOptions{}))
+	cl.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage+" Reason: griefing")
+	waitFor(t, "the learned XUID saved in bans.json", func() bool {
+		data, _ := os.ReadFile(bans)
+		return strings.Contains(string(data), "2535400000000001")
+	})
+	renamed := dial(t, addr, raknet.Dialer{})
+	renamed.sendRequest(is.Request(authtest.NewPlayer("Steve2", "2535400000000001"), authtest.TokenOptions{}))
+	renamed.expectDisconnect(session.DisconnectReasonNotAllowed, BannedMessage+" Reason: griefing")
 }

@@ -69,7 +69,7 @@ func (srv *Server) startAccess() {
 		srv.log.Warn().Msg("the allowlist is on in offline mode: names and XUIDs are not verified, so anyone can claim " +
 			"a listed one; turn server.online_mode on for the allowlist to mean something")
 	}
-	if (srv.conf.Access.AllowlistFile != "" || srv.conf.Access.BansFile != "") && srv.conf.Access.PollInterval >= 0 {
+	if srv.conf.Access.AllowlistFile != "" || srv.conf.Access.BansFile != "" {
 		interval := srv.conf.Access.PollInterval
 		if interval == 0 {
 			interval = DefaultAccessPollInterval

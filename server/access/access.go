@@ -71,6 +71,12 @@ func (b Ban) prefix() (netip.Prefix, bool) {
 		return netip.Prefix{}, false
 	}
 	if p, err := netip.ParsePrefix(b.IP); err == nil {
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			// An IPv4-mapped prefix (::ffff:203.0.113.0/120) is the
+			// IPv4 one (203.0.113.0/24): clients' addresses are
+			// matched unmapped.
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), true
 	}
 	a, err := netip.ParseAddr(b.IP)
@@ -94,7 +100,19 @@ func (b Ban) matches(id session.Identity, ip netip.Addr, now time.Time) bool {
 		return true
 	}
 	p, ok := b.prefix()
-	return ok && ip.IsValid() && p.Contains(ip.Unmap())
+	if !ok || !ip.IsValid() {
+		return false
+	}
+	ip = ip.Unmap()
+	// A prefix shorter than /96 that holds IPv4-mapped addresses
+	// (::ffff:0:0/95) holds an IPv4 client in its mapped form.
+	return p.Contains(ip) || (ip.Is4() && p.Contains(netip.AddrFrom16(ip.As16())))
+}
+
+// matchesName reports whether the ban names id, by name only: a ban that
+// may learn the player's XUID.
+func (b Ban) matchesName(id session.Identity) bool {
+	return b.XUID == "" && b.Name != "" && strings.EqualFold(b.Name, id.DisplayName)
 }
 
 // message returns what the banned player is told.
@@ -158,6 +176,10 @@ type Lists struct {
 	// reader never waits for mu.
 	enabled atomic.Bool
 
+	// learnedC receives a value when check learned an XUID (see
+	// Learned).
+	learnedC chan struct{}
+
 	mu     sync.Mutex
 	allow  []AllowlistEntry
 	bans   []Ban
@@ -168,7 +190,11 @@ type Lists struct {
 // New returns the lists c configures. It reads no file: call
 // LoadAllowlist and LoadBans.
 func New(c Config) *Lists {
-	l := &Lists{allow: slices.Clone(c.AllowlistEntries), bans: slices.Clone(c.Bans)}
+	l := &Lists{
+		allow:    slices.Clone(c.AllowlistEntries),
+		bans:     slices.Clone(c.Bans),
+		learnedC: make(chan struct{}, 1),
+	}
 	l.enabled.Store(c.Allowlist)
 	l.allowF.path, l.bansF.path = c.AllowlistFile, c.BansFile
 	return l
@@ -176,12 +202,18 @@ func New(c Config) *Lists {
 
 // Admit returns nil if the player id, connecting from ip, may join, and
 // otherwise the *session.DisconnectError that refuses it. A name-only
-// allowlist entry that admits a verified player records its XUID, and
-// the file is saved.
+// allowlist entry that admits a verified player, or a name-only ban that
+// refuses one, records the player's XUID, as BDS does for the allowlist:
+// a later owner of the name is not admitted in the player's place, and a
+// banned player who takes a new name stays banned. Admit writes no file:
+// it signals Learned, and SaveLearned writes what was learned.
 func (a *Lists) Admit(id session.Identity, ip netip.Addr) error {
-	err, changed := a.check(id, ip, time.Now(), true)
-	if changed {
-		a.SaveAllowlist()
+	err, learned := a.check(id, ip, time.Now(), true)
+	if learned {
+		select {
+		case a.learnedC <- struct{}{}:
+		default: // a signal is already waiting
+		}
 	}
 	return err
 }
@@ -194,14 +226,19 @@ func (a *Lists) Check(id session.Identity, ip netip.Addr, now time.Time) error {
 }
 
 // check returns the refusal of player id connecting from ip at now, nil
-// if it may play. With learn, a name-only allowlist entry that admits a
-// verified player records its XUID, and changed reports it.
-func (a *Lists) check(id session.Identity, ip netip.Addr, now time.Time, learn bool) (err error, changed bool) {
+// if it may play. With learn, a name-only entry of either list that
+// matches a verified player records its XUID, and learned reports it.
+func (a *Lists) check(id session.Identity, ip netip.Addr, now time.Time, learn bool) (err error, learned bool) {
+	learn = learn && id.Verified && IsXUID(id.XUID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, b := range a.bans {
+	for i, b := range a.bans {
 		if b.matches(id, ip, now) {
-			return &session.DisconnectError{Reason: session.DisconnectReasonNotAllowed, Message: b.message()}, false
+			if learn && b.matchesName(id) {
+				a.bans[i].XUID = id.XUID
+				learned = a.bansF.learn(b.Name, id.XUID)
+			}
+			return &session.DisconnectError{Reason: session.DisconnectReasonNotAllowed, Message: b.message()}, learned
 		}
 	}
 	if !a.enabled.Load() {
@@ -209,11 +246,11 @@ func (a *Lists) check(id session.Identity, ip netip.Addr, now time.Time, learn b
 	}
 	for i, e := range a.allow {
 		if e.matches(id) {
-			if learn && e.XUID == "" && id.Verified && id.XUID != "" {
+			if learn && e.XUID == "" {
 				a.allow[i].XUID = id.XUID
-				changed = true
+				learned = a.allowF.learn(e.Name, id.XUID)
 			}
-			return nil, changed
+			return nil, learned
 		}
 	}
 	return &session.DisconnectError{Reason: session.DisconnectReasonNotAllowed, Message: NotAllowlistedMessage}, false
@@ -241,31 +278,28 @@ func (a *Lists) AllowlistAdd(who string) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	if slices.ContainsFunc(a.allow, func(x AllowlistEntry) bool { return sameEntry(x, e) }) {
-		a.mu.Unlock()
-		return nil
-	}
-	a.allow = append(a.allow, e)
-	a.mu.Unlock()
-	return a.SaveAllowlist()
+	return a.updateAllowlist(func(l []AllowlistEntry) ([]AllowlistEntry, bool) {
+		if slices.ContainsFunc(l, func(x AllowlistEntry) bool { return sameEntry(x, e) }) {
+			return l, false
+		}
+		return append(l, e), true
+	})
 }
 
 // AllowlistRemove removes the entries naming who (name in any case, or
 // XUID) from the allowlist and saves the file. It reports whether any
 // entry was removed.
 func (a *Lists) AllowlistRemove(who string) (bool, error) {
-	a.mu.Lock()
-	n := len(a.allow)
-	a.allow = slices.DeleteFunc(a.allow, func(e AllowlistEntry) bool {
-		return (e.XUID != "" && e.XUID == who) || (e.Name != "" && strings.EqualFold(e.Name, who))
+	removed := false
+	err := a.updateAllowlist(func(l []AllowlistEntry) ([]AllowlistEntry, bool) {
+		n := len(l)
+		l = slices.DeleteFunc(l, func(e AllowlistEntry) bool {
+			return (e.XUID != "" && e.XUID == who) || (e.Name != "" && strings.EqualFold(e.Name, who))
+		})
+		removed = len(l) != n
+		return l, removed
 	})
-	removed := len(a.allow) != n
-	a.mu.Unlock()
-	if !removed {
-		return false, nil
-	}
-	return true, a.SaveAllowlist()
+	return removed, err
 }
 
 // Bans returns the bans in force and expired ones not yet removed.
@@ -277,27 +311,23 @@ func (a *Lists) Bans() []Ban {
 
 // Ban adds b, which must be valid, to the ban list and saves the file.
 func (a *Lists) Ban(b Ban) error {
-	a.mu.Lock()
-	a.bans = append(a.bans, b)
-	a.mu.Unlock()
-	return a.SaveBans()
+	return a.updateBans(func(l []Ban) ([]Ban, bool) { return append(l, b), true })
 }
 
 // Unban removes every ban whose XUID, name (in any case) or IP is who,
 // saves the file and reports how many it removed.
 func (a *Lists) Unban(who string) (int, error) {
-	a.mu.Lock()
-	n := len(a.bans)
-	a.bans = slices.DeleteFunc(a.bans, func(b Ban) bool {
-		return (b.XUID != "" && b.XUID == who) || (b.Name != "" && strings.EqualFold(b.Name, who)) ||
-			(b.IP != "" && b.IP == who)
+	removed := 0
+	err := a.updateBans(func(l []Ban) ([]Ban, bool) {
+		n := len(l)
+		l = slices.DeleteFunc(l, func(b Ban) bool {
+			return (b.XUID != "" && b.XUID == who) || (b.Name != "" && strings.EqualFold(b.Name, who)) ||
+				(b.IP != "" && b.IP == who)
+		})
+		removed = n - len(l)
+		return l, removed > 0
 	})
-	removed := n - len(a.bans)
-	a.mu.Unlock()
-	if removed == 0 {
-		return 0, nil
-	}
-	return removed, a.SaveBans()
+	return removed, err
 }
 
 // allowlistEntry returns the entry for who: an XUID if it is a decimal

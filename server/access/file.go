@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/basaltmc/basalt/server/internal/file"
@@ -21,11 +25,24 @@ const DefaultPollInterval = 2 * time.Second
 // beyond any server, and a file that size is a mistake.
 const maxFileSize = 64 << 20
 
-// listFile is one of the files the access lists live in.
+// listFile is one of the files the access lists live in. Its mu orders
+// the reads and writes of the file, so a version written is never older
+// than one read or written before it; it is taken before Lists.mu, never
+// while holding it, so that no login waits for the disk.
 type listFile struct {
-	path    string
+	path string
+
+	mu      sync.Mutex
 	modTime time.Time // of the version last read or written
 	size    int64
+	// unparsed is set while the version on disk is one that did not
+	// parse: a hand edit under way, which no write overwrites.
+	unparsed bool
+	// learned holds the XUIDs Admit learned and no write has saved yet,
+	// by name in lower case; guarded by Lists.mu.
+	learned map[string]string
+	// testHookWrite, if set, runs in writeList before the rename.
+	testHookWrite func()
 }
 
 // changed reports whether the file differs from the version last read or
@@ -89,6 +106,9 @@ func (f *listFile) writeList(v any) error {
 	if err == nil {
 		err = os.Chmod(tmp.Name(), 0o644)
 	}
+	if err == nil && f.testHookWrite != nil {
+		f.testHookWrite()
+	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), f.path)
 	}
@@ -100,73 +120,200 @@ func (f *listFile) writeList(v any) error {
 	return nil
 }
 
+// learn records that the entry named name learned xuid, to be saved by
+// the next write, and reports whether there is a file to save it in.
+// Lists.mu is held.
+func (f *listFile) learn(name, xuid string) bool {
+	if f.path == "" {
+		return false
+	}
+	if f.learned == nil {
+		f.learned = make(map[string]string)
+	}
+	f.learned[strings.ToLower(name)] = xuid
+	return true
+}
+
+// forget drops the learned XUIDs saved, those of saved that are still
+// the ones learned. Lists.mu is held.
+func (f *listFile) forget(saved map[string]string) {
+	for k, v := range saved {
+		if f.learned[k] == v {
+			delete(f.learned, k)
+		}
+	}
+}
+
+// learnedXUID returns the XUID learned for an entry named name with none,
+// "" if there is none. Lists.mu is held.
+func (f *listFile) learnedXUID(name, xuid string) string {
+	if xuid != "" || name == "" {
+		return xuid
+	}
+	return f.learned[strings.ToLower(name)]
+}
+
 // HasFiles reports whether either list is kept in a file.
 func (a *Lists) HasFiles() bool { return a.allowF.path != "" || a.bansF.path != "" }
 
+// readAllowlist reads and checks the allowlist file. a.allowF.mu is held.
+func (a *Lists) readAllowlist() ([]AllowlistEntry, error) {
+	var l []AllowlistEntry
+	if err := a.allowF.readList(&l); err != nil {
+		return nil, fmt.Errorf("allowlist: %w", err)
+	}
+	for i, e := range l {
+		if e.Name == "" && e.XUID == "" {
+			return nil, fmt.Errorf("allowlist: %s: entry %d names no player", a.allowF.path, i)
+		}
+	}
+	return l, nil
+}
+
+// readBans reads and checks the ban file. a.bansF.mu is held.
+func (a *Lists) readBans() ([]Ban, error) {
+	var l []Ban
+	if err := a.bansF.readList(&l); err != nil {
+		return nil, fmt.Errorf("bans: %w", err)
+	}
+	for i, b := range l {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("bans: %s: entry %d: %w", a.bansF.path, i, err)
+		}
+	}
+	return l, nil
+}
+
+// setAllowlist puts l in force, with the XUIDs learned and not yet saved.
+// a.mu is held.
+func (a *Lists) setAllowlist(l []AllowlistEntry) {
+	for i := range l {
+		l[i].XUID = a.allowF.learnedXUID(l[i].Name, l[i].XUID)
+	}
+	a.allow = l
+}
+
+// setBans puts l in force, with the XUIDs learned and not yet saved.
+// a.mu is held.
+func (a *Lists) setBans(l []Ban) {
+	for i := range l {
+		l[i].XUID = a.bansF.learnedXUID(l[i].Name, l[i].XUID)
+	}
+	a.bans = l
+}
+
 // LoadAllowlist reads the allowlist file, keeping the list in force if it
-// cannot. No file configured keeps the list in memory only.
+// cannot. No file configured keeps the list in memory only. XUIDs learned
+// and not yet saved are kept.
 func (a *Lists) LoadAllowlist() error {
 	if a.allowF.path == "" {
 		return nil
 	}
-	var l []AllowlistEntry
-	if err := a.allowF.readList(&l); err != nil {
-		return fmt.Errorf("allowlist: %w", err)
+	a.allowF.mu.Lock()
+	defer a.allowF.mu.Unlock()
+	l, err := a.readAllowlist()
+	a.allowF.unparsed = err != nil
+	if err != nil {
+		return err
 	}
-	for i, e := range l {
-		if e.Name == "" && e.XUID == "" {
-			return fmt.Errorf("allowlist: %s: entry %d names no player", a.allowF.path, i)
-		}
-	}
-	a.mu.Lock()
-	a.allow = l
 	a.allowF.stamp()
+	a.mu.Lock()
+	a.setAllowlist(l)
 	a.mu.Unlock()
 	return nil
 }
 
 // LoadBans reads the ban file, keeping the list in force if it cannot.
+// XUIDs learned and not yet saved are kept.
 func (a *Lists) LoadBans() error {
 	if a.bansF.path == "" {
 		return nil
 	}
-	var l []Ban
-	if err := a.bansF.readList(&l); err != nil {
-		return fmt.Errorf("bans: %w", err)
+	a.bansF.mu.Lock()
+	defer a.bansF.mu.Unlock()
+	l, err := a.readBans()
+	a.bansF.unparsed = err != nil
+	if err != nil {
+		return err
 	}
-	for i, b := range l {
-		if err := b.Validate(); err != nil {
-			return fmt.Errorf("bans: %s: entry %d: %w", a.bansF.path, i, err)
-		}
-	}
-	a.mu.Lock()
-	a.bans = l
 	a.bansF.stamp()
+	a.mu.Lock()
+	a.setBans(l)
 	a.mu.Unlock()
 	return nil
 }
 
-// SaveAllowlist writes the allowlist to its file, if it has one.
-func (a *Lists) SaveAllowlist() error {
+// updateAllowlist applies op (nil for none) to the allowlist and writes
+// it to its file, if it has one, unless op reports no change and no
+// learned XUID waits to be saved. A file changed on disk since it was last
+// read or written is read first, and op applied to what it holds, so a
+// hand edit the poll has not seen yet survives; one that does not parse
+// is not overwritten, and the error says why. The file is written after
+// a.mu is released.
+func (a *Lists) updateAllowlist(op func([]AllowlistEntry) ([]AllowlistEntry, bool)) error {
+	f := &a.allowF
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var fresh []AllowlistEntry
+	var readErr error
+	reread := false
+	if f.path != "" && (f.changed() || f.unparsed) {
+		fresh, readErr = a.readAllowlist()
+		reread, f.unparsed = readErr == nil, readErr != nil
+	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.allowF.path == "" {
+	if reread {
+		a.setAllowlist(fresh)
+	}
+	write := op == nil || len(f.learned) > 0
+	if op != nil {
+		var changed bool
+		a.allow, changed = op(a.allow)
+		write = write || changed
+	}
+	l := slices.Clone(a.allow)
+	saved := maps.Clone(f.learned)
+	a.mu.Unlock()
+	if f.path == "" || !write {
 		return nil
 	}
-	l := a.allow
+	if readErr != nil {
+		return fmt.Errorf("not saved over the file, changed on disk: %w", readErr)
+	}
 	if l == nil {
 		l = []AllowlistEntry{}
 	}
-	return a.allowF.writeList(l)
+	if err := f.writeList(l); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	f.forget(saved)
+	a.mu.Unlock()
+	return nil
 }
 
-// SaveBans writes the ban list to its file, if it has one, leaving out
-// bans that have expired.
-func (a *Lists) SaveBans() error {
+// updateBans is updateAllowlist for the ban list. Bans that have expired
+// are left out of the file.
+func (a *Lists) updateBans(op func([]Ban) ([]Ban, bool)) error {
+	f := &a.bansF
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var fresh []Ban
+	var readErr error
+	reread := false
+	if f.path != "" && (f.changed() || f.unparsed) {
+		fresh, readErr = a.readBans()
+		reread, f.unparsed = readErr == nil, readErr != nil
+	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.bansF.path == "" {
-		return nil
+	if reread {
+		a.setBans(fresh)
+	}
+	write := op == nil || len(f.learned) > 0
+	if op != nil {
+		var changed bool
+		a.bans, changed = op(a.bans)
+		write = write || changed
 	}
 	now := time.Now()
 	l := []Ban{}
@@ -175,22 +322,75 @@ func (a *Lists) SaveBans() error {
 			l = append(l, b)
 		}
 	}
-	return a.bansF.writeList(l)
+	saved := maps.Clone(f.learned)
+	a.mu.Unlock()
+	if f.path == "" || !write {
+		return nil
+	}
+	if readErr != nil {
+		return fmt.Errorf("not saved over the file, changed on disk: %w", readErr)
+	}
+	if err := f.writeList(l); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	f.forget(saved)
+	a.mu.Unlock()
+	return nil
+}
+
+// SaveAllowlist writes the allowlist to its file, if it has one (see
+// updateAllowlist for a file changed on disk).
+func (a *Lists) SaveAllowlist() error { return a.updateAllowlist(nil) }
+
+// SaveBans writes the ban list to its file, if it has one, leaving out
+// bans that have expired (see updateAllowlist for a file changed on
+// disk).
+func (a *Lists) SaveBans() error { return a.updateBans(nil) }
+
+// Learned returns a channel that receives a value when Admit has learned
+// an XUID that SaveLearned has yet to write. Admit never writes a file
+// itself, so that no login waits for the disk.
+func (a *Lists) Learned() <-chan struct{} { return a.learnedC }
+
+// SaveLearned writes the files whose lists learned an XUID since they
+// were last written.
+func (a *Lists) SaveLearned() error {
+	a.mu.Lock()
+	allow, bans := len(a.allowF.learned) > 0, len(a.bansF.learned) > 0
+	a.mu.Unlock()
+	var err error
+	if allow {
+		err = a.SaveAllowlist()
+	}
+	if bans {
+		err = errors.Join(err, a.SaveBans())
+	}
+	return err
 }
 
 // Changed reports which of the files differ from the versions last read
 // or written.
 func (a *Lists) Changed() (allowlist, bans bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.allowF.path != "" && a.allowF.changed(), a.bansF.path != "" && a.bansF.changed()
+	return a.allowF.isChanged(), a.bansF.isChanged()
+}
+
+// isChanged is changed for a file that may have no path, taking f.mu.
+func (f *listFile) isChanged() bool {
+	if f.path == "" {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed()
 }
 
 // Stamp records the files' current versions as seen, so that a version
 // that does not parse is reported once, not at every poll.
 func (a *Lists) Stamp() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.allowF.stamp()
-	a.bansF.stamp()
+	for _, f := range []*listFile{&a.allowF, &a.bansF} {
+		f.mu.Lock()
+		f.stamp()
+		f.mu.Unlock()
+	}
 }
