@@ -82,6 +82,7 @@ const (
 // of its prefix's and of the global cap until released.
 type ticket struct {
 	a       *admission
+	from    netip.Addr   // the address the offer came from
 	src     netip.Addr   // the source key: an IPv4 address, an IPv6 /64
 	pfx     netip.Prefix // an IPv4 /24, an IPv6 /48
 	trusted bool
@@ -205,7 +206,7 @@ func (a *admission) allowRate(addr netip.Addr, now time.Time) bool {
 // answer. The ticket must be released when the negotiation ends.
 func (a *admission) admit(addr netip.Addr, now time.Time) (*ticket, refusal) {
 	src, pfx := sourceOf(addr)
-	t := &ticket{a: a, src: src, pfx: pfx, trusted: a.isTrusted(addr), admitted: now}
+	t := &ticket{a: a, from: addr.Unmap(), src: src, pfx: pfx, trusted: a.isTrusted(addr), admitted: now}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -390,6 +391,21 @@ func (a *admission) proven(ufrag string, from netip.AddrPort, check func(pwd str
 	}
 	rest := a.conf.timeout - time.Since(t.admitted)
 	t.timer = time.AfterFunc(max(rest, 0), func() { a.expire(t) })
+}
+
+// ticketOf returns the ticket of key's negotiation, nil if it has none.
+func (a *admission) ticketOf(key connKey) *ticket {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byConn[key]
+}
+
+// origin returns where t's client was seen: the address its offer came
+// from and the one its first valid ICE check came from, if it came.
+func (a *admission) origin(t *ticket) (offer netip.Addr, check netip.AddrPort) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return t.from, t.proofAddr
 }
 
 // unprovenByUfrag reports whether ufrag names an answered negotiation still

@@ -2,11 +2,13 @@ package nethernet
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/basaltmc/basalt/session"
 	gonn "github.com/df-mc/go-nethernet"
+	"github.com/pion/webrtc/v4"
 )
 
 // maxLinger bounds how long Close waits for what was written to leave
@@ -26,13 +28,50 @@ type Conn struct {
 
 var _ session.TransportConn = (*Conn)(nil)
 
-// newConn wraps c, whose peer is at the address of its selected candidate.
-func newConn(c *gonn.Conn, done func()) *Conn {
-	var remote net.Addr = c.RemoteAddr()
-	if a, ok := remote.(*gonn.Addr); ok && a.SelectedCandidate != nil {
-		remote = &net.UDPAddr{IP: net.ParseIP(a.SelectedCandidate.Address), Port: int(a.SelectedCandidate.Port)}
+// newConn wraps c, whose client sent its offer from offer and its first
+// valid ICE check from check (either invalid if unknown).
+func newConn(c *gonn.Conn, offer netip.Addr, check netip.AddrPort, done func()) *Conn {
+	return &Conn{c: c, remote: remoteAddr(c.RemoteAddr(), offer, check), done: done}
+}
+
+// remoteAddr returns the client's address, which IP bans and logs see: the
+// remote candidate of the selected ICE pair, unless it is a relay's (a
+// TURN server's address, which every client of the relay shares); with no
+// pair selected yet, the address the client's first ICE check came from,
+// unless a relay candidate's; otherwise the address its offer came from
+// (the signalling connection's, or the one a trusted proxy named); and
+// go-nethernet's Addr, which names no IP, only if none is known.
+func remoteAddr(ra net.Addr, offer netip.Addr, check netip.AddrPort) net.Addr {
+	a, ok := ra.(*gonn.Addr)
+	if !ok {
+		return ra
 	}
-	return &Conn{c: c, remote: remote, done: done}
+	if sc := a.SelectedCandidate; sc != nil && sc.Typ != webrtc.ICECandidateTypeRelay {
+		if ip, err := netip.ParseAddr(sc.Address); err == nil {
+			return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip.Unmap(), sc.Port))
+		}
+	}
+	if a.SelectedCandidate == nil && check.IsValid() && !isRelay(a.Candidates, check) {
+		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(check.Addr().Unmap(), check.Port()))
+	}
+	if offer.IsValid() {
+		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(offer.Unmap(), 0))
+	}
+	return ra
+}
+
+// isRelay reports whether ap is the address of one of the relay
+// candidates cs.
+func isRelay(cs []webrtc.ICECandidate, ap netip.AddrPort) bool {
+	for _, c := range cs {
+		if c.Typ != webrtc.ICECandidateTypeRelay || c.Port != ap.Port() {
+			continue
+		}
+		if ip, err := netip.ParseAddr(c.Address); err == nil && ip.Unmap() == ap.Addr().Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadPacket returns the next message the client sent on the reliable data
@@ -62,8 +101,9 @@ func (c *Conn) Close() error {
 	return err
 }
 
-// RemoteAddr returns the client's UDP address, of the ICE candidate pair
-// the connection uses.
+// RemoteAddr returns the client's address: of the ICE candidate pair the
+// connection uses, or where the client was seen when that is a relay's or
+// there is none (see remoteAddr).
 func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 
 // Transport says that NetherNet frames and encrypts batches itself and

@@ -212,9 +212,12 @@ type Listener struct {
 	mux  *ice.UDPMuxDefault
 
 	incoming chan *gonn.Conn
-	own      net.PacketConn // the ICE socket, if the Listener opened it
-	ice      net.Addr
-	tls      bool
+	// origins holds the ticket of each connection being started or
+	// waiting for Accept, by *gonn.Conn: where its client was seen.
+	origins sync.Map
+	own     net.PacketConn // the ICE socket, if the Listener opened it
+	ice     net.Addr
+	tls     bool
 
 	adm   *admission
 	guard *connGuard
@@ -319,6 +322,12 @@ func (c Config) Listen() (*Listener, error) {
 			var k connKey
 			if a, ok := conn.RemoteAddr().(*gonn.Addr); ok {
 				k = connKey{a.NetworkID, a.ConnectionID}
+			}
+			if t := l.adm.ticketOf(k); t != nil {
+				// Where the client was seen, for Accept; kept while the
+				// connection lives.
+				l.origins.Store(conn, t)
+				context.AfterFunc(conn.Context(), func() { l.origins.Delete(conn) })
 			}
 			return l.adm.connContext(parent, k)
 		},
@@ -473,7 +482,12 @@ func (l *Listener) Accept() (*Conn, error) {
 	case nc := <-l.incoming:
 		l.stats.accepted.Add(1)
 		l.stats.open.Add(1)
-		return newConn(nc, func() { l.stats.open.Add(-1) }), nil
+		var offer netip.Addr
+		var check netip.AddrPort
+		if t, ok := l.origins.LoadAndDelete(nc); ok {
+			offer, check = l.adm.origin(t.(*ticket))
+		}
+		return newConn(nc, offer, check, func() { l.stats.open.Add(-1) }), nil
 	}
 }
 
