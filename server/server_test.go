@@ -250,12 +250,49 @@ func TestStatusPublicAddress(t *testing.T) {
 	}
 }
 
-func TestStatusOneFamily(t *testing.T) {
-	srv := startServer(t, Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0"}})
+// With IPv6 off the MOTD's IPv6 port is the one address_v6 names, else
+// the default one; never the IPv4 port.
+func TestOffPortV6(t *testing.T) {
+	for _, tc := range []struct {
+		addressV6 string
+		want      uint16
+	}{
+		{"", 19133},
+		{"[::]:25000", 25000},
+		{"[::1]:0", 19133},
+		{"not an address", 19133},
+	} {
+		if got := offPortV6(tc.addressV6); got != tc.want {
+			t.Errorf("offPortV6(%q): got %d, want %d", tc.addressV6, got, tc.want)
+		}
+	}
+}
+
+// With IPv4 off both fields carry the IPv6 port: clients that reconnect
+// to the pong's port read the IPv4 field whatever their family.
+func TestStatusIPv6Only(t *testing.T) {
+	c := Config{Network: NetworkConfig{AddressV6: "[::1]:0"}}
+	offline(&c)
+	srv := c.New()
+	defer srv.Close()
+	if err := srv.Listen(); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
 	st := ping(t, gameAddr(t, srv))
 	p := port(srv.Addrs()[0])
 	if st.PortV4 != p || st.PortV6 != p {
 		t.Errorf("ports: got %d/%d, want %d/%d", st.PortV4, st.PortV6, p, p)
+	}
+}
+
+func TestStatusOneFamily(t *testing.T) {
+	srv := startServer(t, Config{Network: NetworkConfig{AddressV4: "127.0.0.1:0"}})
+	st := ping(t, gameAddr(t, srv))
+	// IPv6 off: the IPv6 field is the default IPv6 port, as BDS and
+	// PocketMine-MP advertise their server-portv6, not the IPv4 port.
+	p := port(srv.Addrs()[0])
+	if st.PortV4 != p || st.PortV6 != 19133 {
+		t.Errorf("ports: got %d/%d, want %d/%d", st.PortV4, st.PortV6, p, 19133)
 	}
 	if st.ServerGUID != uint64(srv.GUID()) {
 		t.Errorf("GUID: got %d, want %d", st.ServerGUID, srv.GUID())

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/basaltmc/basalt/motd"
@@ -180,10 +181,16 @@ func (srv *Server) updateStatusLocked() {
 	}
 	if srv.ls.v6 != nil {
 		p6 = port(srv.ls.v6.Addr())
+	} else {
+		p6 = offPortV6(srv.conf.Network.AddressV6)
 	}
-	// Clients connect to the port of their family; with one family
-	// disabled, both fields carry the other's port, as gophertunnel does.
-	st.PortV4, st.PortV6 = cmp.Or(p4, p6), cmp.Or(p6, p4)
+	// Clients connect to the port of their family. With IPv4 off the
+	// IPv4 field carries the IPv6 port, which clients that reconnect to
+	// the pong's port read whatever their family. With IPv6 off the IPv6
+	// field carries the IPv6 port configured, or the default one, as BDS
+	// and PocketMine-MP advertise their server-portv6 whether or not
+	// IPv6 is served: never the IPv4 port, which no IPv6 socket holds.
+	st.PortV4, st.PortV6 = cmp.Or(p4, p6), p6
 	// Behind a balancer or tunnel, the port players reach. Clients that
 	// reconnect to the pong's port (gophertunnel, the game) take the
 	// IPv4 field whatever their family.
@@ -194,6 +201,16 @@ func (srv *Server) updateStatusLocked() {
 		}
 	}
 	srv.publishLocked(st)
+}
+
+// offPortV6 returns the IPv6 port the MOTD advertises while no IPv6
+// listener is open: the port of addressV6 if it names one, else that of
+// DefaultAddressV6 (19133).
+func offPortV6(addressV6 string) uint16 {
+	if ap, err := netip.ParseAddrPort(addressV6); err == nil && ap.Port() != 0 {
+		return ap.Port()
+	}
+	return netip.MustParseAddrPort(DefaultAddressV6).Port()
 }
 
 // Status returns the MOTD the server currently advertises. It is safe to
