@@ -52,9 +52,13 @@ func (e AllowlistEntry) matches(id session.Identity) bool {
 type Ban struct {
 	// XUID bans the player with this Xbox user id.
 	XUID string `json:"xuid,omitempty"`
-	// Name bans the player with this name, in any case.
+	// Name bans the player with this name, in any case. In online mode
+	// a ban with a name and no XUID takes the XUID of the first verified
+	// player it refuses, so a new name does not undo it.
 	Name string `json:"name,omitempty"`
 	// IP bans an address ("203.0.113.7") or a prefix ("203.0.113.0/24").
+	// An IPv4-mapped one ("::ffff:203.0.113.0/120") bans the IPv4
+	// addresses it maps.
 	IP string `json:"ip,omitempty"`
 	// Reason is shown to the banned player.
 	Reason string `json:"reason,omitempty"`
