@@ -205,73 +205,84 @@ func (a *Lists) setBans(l []Ban) {
 // LoadAllowlist reads the allowlist file, keeping the list in force if it
 // cannot. No file configured keeps the list in memory only. XUIDs learned
 // and not yet saved are kept.
-func (a *Lists) LoadAllowlist() error {
-	if a.allowF.path == "" {
-		return nil
-	}
-	a.allowF.mu.Lock()
-	defer a.allowF.mu.Unlock()
-	l, err := a.readAllowlist()
-	a.allowF.unparsed = err != nil
-	if err != nil {
-		return err
-	}
-	a.allowF.stamp()
-	a.mu.Lock()
-	a.setAllowlist(l)
-	a.mu.Unlock()
-	return nil
-}
+func (a *Lists) LoadAllowlist() error { return load(a, &a.allowF, a.readAllowlist, a.setAllowlist) }
 
 // LoadBans reads the ban file, keeping the list in force if it cannot.
 // XUIDs learned and not yet saved are kept.
-func (a *Lists) LoadBans() error {
-	if a.bansF.path == "" {
+func (a *Lists) LoadBans() error { return load(a, &a.bansF, a.readBans, a.setBans) }
+
+// load is LoadAllowlist and LoadBans: it reads f with read and puts what
+// it holds in force with set.
+func load[T any](a *Lists, f *listFile, read func() ([]T, error), set func([]T)) error {
+	if f.path == "" {
 		return nil
 	}
-	a.bansF.mu.Lock()
-	defer a.bansF.mu.Unlock()
-	l, err := a.readBans()
-	a.bansF.unparsed = err != nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := read()
+	f.unparsed = err != nil
 	if err != nil {
 		return err
 	}
-	a.bansF.stamp()
+	f.stamp()
 	a.mu.Lock()
-	a.setBans(l)
+	set(l)
 	a.mu.Unlock()
 	return nil
 }
 
 // updateAllowlist applies op (nil for none) to the allowlist and writes
-// it to its file, if it has one, unless op reports no change and no
-// learned XUID waits to be saved. A file changed on disk since it was last
-// read or written is read first, and op applied to what it holds, so a
-// hand edit the poll has not seen yet survives; one that does not parse
-// is not overwritten, and the error says why. The file is written after
-// a.mu is released.
+// it to its file (see update).
 func (a *Lists) updateAllowlist(op func([]AllowlistEntry) ([]AllowlistEntry, bool)) error {
-	f := &a.allowF
+	return update(a, &a.allowF, &a.allow, a.readAllowlist, a.setAllowlist, slices.Clone, op)
+}
+
+// updateBans applies op (nil for none) to the ban list and writes it to
+// its file, leaving out bans that have expired (see update).
+func (a *Lists) updateBans(op func([]Ban) ([]Ban, bool)) error {
+	unexpired := func(bans []Ban) []Ban {
+		now := time.Now()
+		l := []Ban{}
+		for _, b := range bans {
+			if b.Expires.IsZero() || now.Before(b.Expires) {
+				l = append(l, b)
+			}
+		}
+		return l
+	}
+	return update(a, &a.bansF, &a.bans, a.readBans, a.setBans, unexpired, op)
+}
+
+// update applies op (nil for none) to *list, the list f holds, and writes
+// what keep copies of it to f, if it has a path, unless op reports no
+// change and no learned XUID waits to be saved. A file changed on disk
+// since it was last read or written is read first with read and put in
+// force with set, and op applied to what it holds, so a hand edit the
+// poll has not seen yet survives; one that does not parse is not
+// overwritten, and the error says why. The file is written after a.mu is
+// released.
+func update[T any](a *Lists, f *listFile, list *[]T, read func() ([]T, error), set func([]T),
+	keep func([]T) []T, op func([]T) ([]T, bool)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var fresh []AllowlistEntry
+	var fresh []T
 	var readErr error
 	reread := false
 	if f.path != "" && (f.changed() || f.unparsed) {
-		fresh, readErr = a.readAllowlist()
+		fresh, readErr = read()
 		reread, f.unparsed = readErr == nil, readErr != nil
 	}
 	a.mu.Lock()
 	if reread {
-		a.setAllowlist(fresh)
+		set(fresh)
 	}
 	write := op == nil || len(f.learned) > 0
 	if op != nil {
 		var changed bool
-		a.allow, changed = op(a.allow)
+		*list, changed = op(*list)
 		write = write || changed
 	}
-	l := slices.Clone(a.allow)
+	l := keep(*list)
 	saved := maps.Clone(f.learned)
 	a.mu.Unlock()
 	if f.path == "" || !write {
@@ -281,54 +292,7 @@ func (a *Lists) updateAllowlist(op func([]AllowlistEntry) ([]AllowlistEntry, boo
 		return fmt.Errorf("not saved over the file, changed on disk: %w", readErr)
 	}
 	if l == nil {
-		l = []AllowlistEntry{}
-	}
-	if err := f.writeList(l); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	f.forget(saved)
-	a.mu.Unlock()
-	return nil
-}
-
-// updateBans is updateAllowlist for the ban list. Bans that have expired
-// are left out of the file.
-func (a *Lists) updateBans(op func([]Ban) ([]Ban, bool)) error {
-	f := &a.bansF
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var fresh []Ban
-	var readErr error
-	reread := false
-	if f.path != "" && (f.changed() || f.unparsed) {
-		fresh, readErr = a.readBans()
-		reread, f.unparsed = readErr == nil, readErr != nil
-	}
-	a.mu.Lock()
-	if reread {
-		a.setBans(fresh)
-	}
-	write := op == nil || len(f.learned) > 0
-	if op != nil {
-		var changed bool
-		a.bans, changed = op(a.bans)
-		write = write || changed
-	}
-	now := time.Now()
-	l := []Ban{}
-	for _, b := range a.bans {
-		if b.Expires.IsZero() || now.Before(b.Expires) {
-			l = append(l, b)
-		}
-	}
-	saved := maps.Clone(f.learned)
-	a.mu.Unlock()
-	if f.path == "" || !write {
-		return nil
-	}
-	if readErr != nil {
-		return fmt.Errorf("not saved over the file, changed on disk: %w", readErr)
+		l = []T{} // [], not null
 	}
 	if err := f.writeList(l); err != nil {
 		return err
@@ -340,12 +304,11 @@ func (a *Lists) updateBans(op func([]Ban) ([]Ban, bool)) error {
 }
 
 // SaveAllowlist writes the allowlist to its file, if it has one (see
-// updateAllowlist for a file changed on disk).
+// update for a file changed on disk).
 func (a *Lists) SaveAllowlist() error { return a.updateAllowlist(nil) }
 
 // SaveBans writes the ban list to its file, if it has one, leaving out
-// bans that have expired (see updateAllowlist for a file changed on
-// disk).
+// bans that have expired (see update for a file changed on disk).
 func (a *Lists) SaveBans() error { return a.updateBans(nil) }
 
 // Learned returns a channel that receives a value when Admit has learned
