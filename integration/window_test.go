@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,10 +47,27 @@ func limitTransfer(t *testing.T, tc limitCase, size func(i int) int) {
 		defer logProxy(t, p)
 		addr = p.LocalAddr().String()
 	}
+	drops := udpDrops()
 	ours := dial(t, raknet.Dialer{}, addr, 10*time.Second)
 	theirs := goAccept(t, l, 5*time.Second)
 	lossOn.Store(true)
 	d, err := transfer(ours, theirs, tc.count, size, 60*time.Second)
+	if err != nil && !tc.lossy && udpDrops() > drops {
+		// The kernel dropped UDP datagrams meanwhile (a loaded machine's
+		// socket buffers overflowed): the loopback link was lossy after
+		// all, and a lost ACK makes go-raknet open split entries that
+		// never complete (see TestOurSplitsWithinGoRakNetConcurrentSplits).
+		// The lossless case is run again, once, on a new connection.
+		t.Logf("the kernel dropped datagrams during the transfer (%v); once more", err)
+		_ = ours.Close()
+		drops = udpDrops()
+		ours = dial(t, raknet.Dialer{}, addr, 10*time.Second)
+		theirs = goAccept(t, l, 5*time.Second)
+		d, err = transfer(ours, theirs, tc.count, size, 60*time.Second)
+		if err != nil && udpDrops() > drops {
+			t.Skipf("the kernel dropped datagrams in both lossless runs: %v", err)
+		}
+	}
 	if err != nil {
 		t.Fatalf("%d messages to go-raknet: %v; go-raknet logged: %q", tc.count, err, logs.String())
 	}
@@ -107,4 +127,32 @@ func TestOurSplitsWithinGoRakNetConcurrentSplits(t *testing.T) {
 			limitTransfer(t, tc, func(int) int { return splitBurstSize })
 		})
 	}
+}
+
+// udpDrops returns the UDP datagrams the kernel has dropped since it
+// started, for lack of socket buffer room or as malformed (RcvbufErrors
+// and InErrors of /proc/net/snmp); 0 where that file is not.
+func udpDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0
+	}
+	var names, values []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Udp:" {
+			if names == nil {
+				names = f
+			} else {
+				values = f
+			}
+		}
+	}
+	var n uint64
+	for i, name := range names {
+		if i < len(values) && (name == "RcvbufErrors" || name == "InErrors") {
+			v, _ := strconv.ParseUint(values[i], 10, 64)
+			n += v
+		}
+	}
+	return n
 }
