@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
 	"net/http"
@@ -68,12 +70,12 @@ func findNginx(t *testing.T) string {
 	return ""
 }
 
-// readmeNginx returns the stream block of README.md's nginx recipe, with
-// nginx listening on front and balancing over the upstreams: the README's
-// configuration, addresses replaced.
+// readmeNginx returns the stream block of the server package's nginx
+// recipe, with nginx listening on front and balancing over the upstreams:
+// the documented configuration, addresses replaced.
 func readmeNginx(t *testing.T, front string, upstreams []string) string {
 	t.Helper()
-	s := readmeRecipeBlock(t, "nginx")
+	s := readmeRecipeBlock(t, "stream {")
 	for _, r := range []struct{ old, new string }{
 		{"listen 19132;", "listen " + front + ";"},
 		{"listen 19132 udp reuseport;", "listen " + front + " udp reuseport;"},
@@ -81,7 +83,7 @@ func readmeNginx(t *testing.T, front string, upstreams []string) string {
 		{"server 10.0.0.12:19132;", "server " + upstreams[1] + ";"},
 	} {
 		if !strings.Contains(s, r.old) {
-			t.Fatalf("scripts/docs/scaling.md's nginx block lacks %q:\n%s", r.old, s)
+			t.Fatalf("server/doc.go's nginx block lacks %q:\n%s", r.old, s)
 		}
 		s = strings.Replace(s, r.old, r.new, 1)
 	}
@@ -200,7 +202,7 @@ func buildBasaltFor(t *testing.T, dir string) string {
 // when it opens).
 func readmeInstanceConfig(t *testing.T, name, addr, front, shared string) string {
 	t.Helper()
-	s := readmeRecipeBlock(t, "toml")
+	s := readmeRecipeBlock(t, "[network]")
 	for _, r := range []struct{ old, new string }{
 		{`address_v4 = "0.0.0.0:19132"`, fmt.Sprintf("address_v4 = %q", addr)},
 		{`nethernet_advertise_address = "203.0.113.11:19132"`, fmt.Sprintf("nethernet_advertise_address = %q", addr)},
@@ -215,7 +217,7 @@ func readmeInstanceConfig(t *testing.T, name, addr, front, shared string) string
 		{"[server]\n", fmt.Sprintf("[server]\nhandler = \"lobby\"\nonline_mode = false\nshutdown_message = %q\n", stoppingMessage(name))},
 	} {
 		if !strings.Contains(s, r.old) {
-			t.Fatalf("scripts/docs/scaling.md's instance config lacks %q:\n%s", r.old, s)
+			t.Fatalf("server/doc.go's instance config lacks %q:\n%s", r.old, s)
 		}
 		s = strings.Replace(s, r.old, r.new, 1)
 	}
@@ -782,30 +784,32 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// readmeRecipeBlock returns the first fenced block of language lang in
-// scripts/docs/scaling.md's section "Several instances behind a load
-// balancer", which the README links to.
-func readmeRecipeBlock(t *testing.T, lang string) string {
+// readmeRecipeBlock returns the first code block starting with first in
+// the section "Several instances behind a load balancer" of the server
+// package's documentation, which the README links to, without the
+// comment markers and the block's indent.
+func readmeRecipeBlock(t *testing.T, first string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "scripts", "docs", "scaling.md"))
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "server", "doc.go"), nil, parser.PackageClauseOnly|parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
-	i := strings.Index(s, "## Several instances behind a load balancer")
-	if i < 0 {
-		t.Fatal("scripts/docs/scaling.md has no section \"Several instances behind a load balancer\"")
+	_, s, ok := strings.Cut(f.Doc.Text(), "\n# Several instances behind a load balancer\n")
+	if !ok {
+		t.Fatal("server/doc.go has no section \"Several instances behind a load balancer\"")
 	}
-	s = s[i:]
-	fence := "```" + lang + "\n"
-	j := strings.Index(s, fence)
-	if j < 0 {
-		t.Fatalf("scripts/docs/scaling.md's load balancer section has no %s block", lang)
+	s, _, _ = strings.Cut(s, "\n# ")
+	var block strings.Builder
+	for line := range strings.Lines(s + "\n") {
+		if code, ok := strings.CutPrefix(line, "\t"); ok || (line == "\n" && block.Len() > 0) {
+			block.WriteString(code)
+			continue
+		}
+		if b := strings.TrimRight(block.String(), "\n") + "\n"; strings.HasPrefix(b, first) {
+			return b
+		}
+		block.Reset()
 	}
-	s = s[j+len(fence):]
-	k := strings.Index(s, "```")
-	if k < 0 {
-		t.Fatalf("scripts/docs/scaling.md's load balancer %s block is not closed", lang)
-	}
-	return s[:k]
+	t.Fatalf("server/doc.go's load balancer section has no block starting %q", first)
+	return ""
 }

@@ -113,16 +113,17 @@ func runFailing(t *testing.T, dir, bin string, args ...string) string {
 }
 
 // TestREADMEShape keeps the README a tutorial a newcomer reads from the
-// top: short (the manual lives in scripts/docs), the Quick start within its
-// first 100 lines, and one Ports and firewall section that names every
-// port a client needs, TCP 19132 for NetherNet among them.
+// top: short (the manual lives in the packages' documentation), the
+// Quick start within its first 100 lines, and one Ports and firewall
+// section that names every port a client needs, TCP 19132 for NetherNet
+// among them.
 func TestREADMEShape(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(b) > 25<<10 {
-		t.Errorf("README.md is %d bytes, want at most 25 KiB: move reference material to scripts/docs", len(b))
+		t.Errorf("README.md is %d bytes, want at most 25 KiB: move reference material to the documentation of the package it describes", len(b))
 	}
 	lines := strings.Split(string(b), "\n")
 	quick := -1

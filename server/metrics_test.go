@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/server/internal/servertest"
 	"github.com/basaltmc/basalt/session"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -534,21 +535,18 @@ func BenchmarkPingWithMetrics(b *testing.B) {
 	}
 }
 
-// scripts/docs/metrics.md, which the README links to, lists every metric
-// the collector reports.
+// The monitor package's documentation, which the README links to, lists
+// every metric the collector reports.
 func TestREADMEListsMetrics(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "scripts", "docs", "metrics.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := servertest.PackageDoc(t, "monitor")
 	for _, name := range append(slices.Clone(metricNames), netherNetMetricNames...) {
-		if !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("scripts/docs/metrics.md does not list %s", name)
+		if !strings.Contains(readme, "`"+name+"`") {
+			t.Errorf("monitor/doc.go does not list %s", name)
 		}
 	}
 	for _, key := range []string{"`metrics.address`", "`metrics.pprof`"} {
-		if !strings.Contains(string(readme), key) {
-			t.Errorf("scripts/docs/metrics.md lacks %s", key)
+		if !strings.Contains(readme, key) {
+			t.Errorf("monitor/doc.go lacks %s", key)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -126,5 +127,39 @@ func TestREADMELayout(t *testing.T) {
 		if !listed[p] {
 			t.Errorf("README.md Layout has no row for %s", p)
 		}
+	}
+}
+
+// TestREADMELinks keeps README.md's links to files of the repository
+// true: each names a file or directory that exists, and each link to a
+// package's doc.go, where the manual beyond the README lives, names one
+// with package documentation.
+func TestREADMELinks(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`).FindAllStringSubmatch(string(readme), -1)
+	docs := 0
+	for _, m := range links {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		path := filepath.Join("..", filepath.FromSlash(target))
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("README.md links to %s: %v", target, err)
+			continue
+		}
+		if filepath.Base(target) != "doc.go" {
+			continue
+		}
+		docs++
+		if doc := servertest.PackageDoc(t, filepath.Dir(path)); len(doc) < 200 {
+			t.Errorf("README.md links to %s, whose package documentation is %d bytes", target, len(doc))
+		}
+	}
+	if docs == 0 {
+		t.Error("README.md links to no package's doc.go")
 	}
 }

@@ -76,4 +76,17 @@
 //			Encryption: true, Log: log})
 //		return s.Run(ctx) // returns when the session ends
 //	}
+//
+// # Encryption
+//
+// With `network.encryption` (on by default) every session runs Bedrock's
+// encryption handshake after its Login, as vanilla servers do: the server
+// signs a ServerToClientHandshake with a P-384 key made at start (one per
+// server), both sides derive an AES-256 key by ECDH with the key the client's
+// Login carries, and every batch after it is encrypted (AES-256-CTR) with a
+// SHA-256 checksum; a batch whose checksum is wrong ends that session.
+// Encryption keeps the traffic private and tamper-evident on the way, and in
+// online mode it proves the client holds the key its verified Login names.
+// In Go, `server.Config`'s zero value encrypts too; `EncryptionDisabled: true`
+// turns it off.
 package session

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,20 +32,17 @@ func configKeys(t *testing.T) (keys, values []string) {
 }
 
 // TestREADMEConfigTable holds the configuration reference the README links
-// to, scripts/docs/configuration.md, to DefaultFile: one row per key,
-// in the file's order, with the file's default.
+// to, the package documentation's "Configuration reference" (doc.go), to
+// DefaultFile: one row per key, in the file's order, with the file's
+// default.
 func TestREADMEConfigTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "scripts", "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := servertest.Section(string(readme), "## Configuration reference")
+	section := servertest.Section(servertest.PackageDoc(t, "."), "# Configuration reference")
 	if section == "" {
-		t.Fatal("scripts/docs/configuration.md: no \"## Configuration reference\" section")
+		t.Fatal("doc.go: no \"# Configuration reference\" section")
 	}
 	var rows, defaults []string
 	for line := range strings.Lines(section) {
-		cells := strings.SplitN(line, " | ", 3)
+		cells := strings.SplitN(strings.TrimPrefix(line, "\t"), " | ", 3)
 		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `") {
 			continue
 		}
@@ -64,16 +59,16 @@ func TestREADMEConfigTable(t *testing.T) {
 		j := slices.Index(rows, k)
 		switch {
 		case j < 0:
-			t.Errorf("scripts/docs/configuration.md lacks the row of %s; add, after the row of the key before it:\n| `%s` | %s | what it does |", k, k, want)
+			t.Errorf("doc.go lacks the row of %s; add, after the row of the key before it:\n//\t| `%s` | %s | what it does |", k, k, want)
 		case defaults[j] != want:
-			t.Errorf("scripts/docs/configuration.md %s: default %s, want %s", k, defaults[j], want)
+			t.Errorf("doc.go %s: default %s, want %s", k, defaults[j], want)
 		case j != i && !missing:
-			t.Errorf("scripts/docs/configuration.md %s: row %d, want %d (the file's order)", k, j+1, i+1)
+			t.Errorf("doc.go %s: row %d, want %d (the file's order)", k, j+1, i+1)
 		}
 	}
 	for _, r := range rows {
 		if !slices.Contains(keys, r) {
-			t.Errorf("scripts/docs/configuration.md has a row for %s, which config.toml does not have", r)
+			t.Errorf("doc.go has a row for %s, which config.toml does not have", r)
 		}
 	}
 }

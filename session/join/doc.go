@@ -66,4 +66,19 @@
 //
 // A Join is driven from its session's goroutine: Start in NewHandler,
 // HandlePacket from the handler. Phase may be read from any goroutine.
+//
+// # How the join is tested
+//
+// The interop tests run the lobby in offline mode (`OnlineMode = false` in
+// `integration/lobby_test.go` and `integration/prismarine_test.go`,
+// `AuthenticationDisabled` in the `server.Config` they fill in by hand);
+// online mode itself is tested against a local issuer
+// (`integration/online_test.go`), which refuses those same offline clients.
+//
+// The join follows what BedrockConnect, Geyser and gophertunnel's server do
+// for the game (the sources are cited in `session/join`'s package doc). It is
+// tested with gophertunnel's client at protocol 2193 and with PrismarineJS
+// bedrock-protocol's client at 2193 and 2225 over three RakNet
+// implementations (`integration/lobby_test.go`, `integration/prismarine_test.go`),
+// not yet with the game itself.
 package join

@@ -65,4 +65,42 @@
 //			return packets.Adapt(c, c.codec), nil
 //		},
 //	}
+//
+// # Adding a protocol
+//
+// Basalt speaks every protocol it knows at once: 2193 (1.26.50–1.26.52) and
+// 2225 (1.26.60–1.26.66). `server.accepted_protocols` lists all of them by
+// default and the MOTD advertises the newest. Each session records its
+// client's protocol (`Session.Protocol`, `Session.Version`) and every typed
+// packet is laid out for it. A client older than the oldest accepted gets
+// "Outdated client!", one newer than the newest "Outdated server!"; each
+// refusal is logged at info with the protocol and address (at most 5 lines
+// per 10 s).
+//
+// gophertunnel v1.62.0's packet structures are the layout of 2193. Each later
+// protocol is a delta over the one before it, in one file of
+// `session/packets` (`v2225.go`): the packets whose layout changed, as the new
+// fields around the older layout, and the packets changed in ways Basalt does
+// not translate, which are refused (`packets.ErrUnsupported`) rather than
+// sent in the wrong layout. To add the next protocol (1.26.70 is 2259):
+//
+//  1. Diff npm `minecraft-data`'s `bedrock/<old>/protocol.json` and
+//     `bedrock/<new>/protocol.json` (bump it in `integration/js/package.json`,
+//     `npm install --prefix integration/js`), and CloudburstMC/Protocol's
+//     `*_v<new>` serializers.
+//  2. Write `session/packets/v<new>.go`: a `delta` with the changed packets and
+//     the unsupported ones, registered in its `init`, like `v2225.go`.
+//  3. Add `{Protocol: <new>, Name: "<version>"}` to `session/protocols.go`.
+//  4. Add a step with the new fields to `session/packets/testdata/golden.js`,
+//     add the changed packets to `goldenPackets` in `golden_test.go`, and
+//     regenerate the golden bytes from minecraft-data:
+//     `go test ./session/packets -run 'TestGolden$' -args -update`. The tests
+//     then check every protocol's bytes against the file and against
+//     minecraft-data afresh.
+//
+// Nothing else changes: the interop tests (`integration/prismarine_test.go`)
+// run bedrock-protocol at every protocol in `session.KnownProtocols`, in the
+// lobby and at the gate, over each RakNet backend, and the refusal tests move
+// their edges to one below the oldest and one above the newest, once the
+// bumped minecraft-data knows the new version.
 package packets

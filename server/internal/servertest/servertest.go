@@ -1,13 +1,17 @@
 // Package servertest is the helper set the server's packages share in
 // their tests: the house rule for configuration errors (each names its key,
-// and line when known, and ends with the fix), reading a section of the
-// markdown documents tests hold to the code, a log sink safe for a
-// logger's concurrent writes, and waiting for a condition on real sockets.
+// and line when known, and ends with the fix), reading the documents tests
+// hold to the code (a package's documentation, a section of it or of a
+// markdown file), a log sink safe for a logger's concurrent writes, and
+// waiting for a condition on real sockets.
 package servertest
 
 import (
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +53,9 @@ func Fixes(t *testing.T, err error, key string, line int) {
 	}
 }
 
-// Section returns the text of a markdown document under heading, up to the
-// next heading of the same level; "" if it has no such heading.
+// Section returns the text of a markdown document, or of a package's
+// documentation ("# Heading" lines), under heading, up to the next heading
+// of the same level; "" if it has no such heading.
 func Section(doc, heading string) string {
 	_, rest, ok := strings.Cut(doc, "\n"+heading+"\n")
 	if !ok {
@@ -61,6 +66,22 @@ func Section(doc, heading string) string {
 		rest = rest[:i]
 	}
 	return rest
+}
+
+// PackageDoc returns the package documentation in dir's doc.go, the text
+// `go doc` shows, with the comment markers removed: "# Heading" lines,
+// and code blocks and tables indented by a tab.
+func PackageDoc(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "doc.go")
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Doc == nil {
+		t.Fatalf("%s: no package documentation", path)
+	}
+	return f.Doc.Text()
 }
 
 // WaitFor polls cond until it holds, failing t with what after timeout.
