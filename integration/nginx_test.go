@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/raknet"
 	"github.com/basaltmc/basalt/server"
 	gonn "github.com/df-mc/go-nethernet"
@@ -350,24 +351,33 @@ func startInstance(t *testing.T, bin, name, ip, front, shared string) *instance 
 // any), failing the test after nginxWait or if the process exits first.
 func (in *instance) wait(t *testing.T, msg string, match func(map[string]any) bool) (int, map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(nginxWait)
-	for {
-		if i, m := in.log.find(msg, match); i >= 0 {
-			return i, m
+	var (
+		i      int
+		m      map[string]any
+		exited bool
+	)
+	poll.Until(nginxWait, 10*time.Millisecond, func() bool {
+		if i, m = in.log.find(msg, match); i >= 0 {
+			return true
 		}
 		select {
 		case <-in.exited:
-			if i, m := in.log.find(msg, match); i >= 0 {
-				return i, m
-			}
-			t.Fatalf("%s exited (%v) before logging %q", in.name, in.err, msg)
+			exited = true
+			i, m = in.log.find(msg, match)
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %q line in %v", in.name, msg, nginxWait)
-		}
-		time.Sleep(10 * time.Millisecond)
+	})
+	switch {
+	case i >= 0:
+		return i, m
+	case exited:
+		t.Fatalf("%s exited (%v) before logging %q", in.name, in.err, msg)
+	default:
+		t.Fatalf("%s: no %q line in %v", in.name, msg, nginxWait)
 	}
+	return -1, nil
 }
 
 // get returns the status and body of GET path on the instance's metrics
@@ -450,17 +460,18 @@ func joinedOn(t *testing.T, name, local string, instances []*instance) *instance
 	// The server logs the join as the player takes a slot, which may
 	// come a moment after the dial returns: wait for it.
 	var on *instance
-	deadline := time.Now().Add(nginxWait)
-	for on == nil && time.Now().Before(deadline) {
+	both := false
+	poll.Until(nginxWait, 10*time.Millisecond, func() bool {
 		for _, in := range instances {
 			if i, _ := in.log.find("player joined", joined); i >= 0 {
-				if on != nil {
-					t.Fatalf("%s (%s) joined both instances", name, local)
-				}
+				both = both || (on != nil && on != in)
 				on = in
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return on != nil
+	})
+	if both {
+		t.Fatalf("%s (%s) joined both instances", name, local)
 	}
 	if on == nil {
 		t.Fatalf("%s (%s): no instance logged it joining from its own address and port", name, local)
@@ -775,12 +786,8 @@ func netherNetThroughNginx(t *testing.T, front string, instances []*instance) in
 // waitUntil polls cond until it holds, failing after nginxWait.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(nginxWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Until(nginxWait, 10*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
