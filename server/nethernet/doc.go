@@ -11,10 +11,14 @@
 // session.Conns whose Transport says they frame and encrypt themselves and
 // which key the client proved.
 //
-// Everything a peer can make the Listener hold is bounded: the offer's
-// size, negotiations in flight (HTTP and half-open peer connections
-// together), negotiations per IP per second and each negotiation's time.
-// Refusals are counted (Stats) and logged as periodic summaries.
+// Every offer, whether HTTP or a LAN signal carried it, takes one
+// admission path before any WebRTC state is made for it: its shape, its
+// identity token in online mode, offers and negotiations per source and
+// per prefix, a global cap and the answering turns. An answered client
+// must prove its address with a valid ICE check within DefaultProofWindow,
+// or its peer connection is torn down; signalling connections are capped,
+// slow ones closed first. Refusals are counted (Stats) and logged as
+// periodic summaries.
 //
 // # NetherNet
 //
