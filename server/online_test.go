@@ -115,12 +115,22 @@ func TestOnlineMode(t *testing.T) {
 		if srv.PlayerCount() != 1 {
 			t.Errorf("got %d players, want 1", srv.PlayerCount())
 		}
+		// The refused clients' sessions may still be closing: they never
+		// logged in, so they have no identity.
+		logged := 0
 		for _, s := range srv.Sessions() {
 			id, ok := s.Identity()
-			if !ok || !id.Verified || id.XUID != steve.XUID || id.DisplayName != "Steve" ||
+			if !ok {
+				continue
+			}
+			logged++
+			if !id.Verified || id.XUID != steve.XUID || id.DisplayName != "Steve" ||
 				id.IdentityPublicKey != auth.MarshalPublicKey(&steve.Key.PublicKey) {
 				t.Errorf("got %+v, want Steve's verified identity", id)
 			}
+		}
+		if logged != 1 {
+			t.Errorf("%d sessions logged in, want Steve's alone", logged)
 		}
 	})
 	t.Run("the offline client of these tests", func(t *testing.T) {
