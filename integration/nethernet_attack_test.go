@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/basaltmc/basalt/integration/poll"
 	"github.com/basaltmc/basalt/server"
-	"github.com/basaltmc/basalt/server/config"
 	"github.com/basaltmc/basalt/server/nethernet"
 	gonn "github.com/df-mc/go-nethernet"
 	"github.com/df-mc/go-nethernet/discovery"
@@ -48,28 +46,14 @@ const (
 // the game port, and LAN discovery on loopback if lan.
 func attackServer(t *testing.T, lan bool) (*server.Server, string) {
 	t.Helper()
-	uc := config.DefaultUserConfig()
-	uc.Network.AddressV4 = bothFree(t)
-	uc.Network.AddressV6 = ""
-	uc.Network.LANDiscovery = false
-	uc.Server.Handler = "lobby"
-	uc.Server.GUIDFile = filepath.Join(t.TempDir(), "server_guid")
-	c, err := uc.Config(nil)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	c.AuthenticationDisabled = true
-	if lan {
-		c.Network.LANDiscovery = true
-		c.Network.LANAddressV4 = "127.0.0.1:0"
-		c.NetherNet.LANAddress = "127.0.0.1:0"
-	}
-	srv := c.New()
-	if err := srv.Listen(); err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv, "http://" + srv.NetherNetAddr().String()
+	srv, _, nn := netherNetServerWith(t, "lobby", func(c *server.Config) {
+		if lan {
+			c.Network.LANDiscovery = true
+			c.Network.LANAddressV4 = "127.0.0.1:0"
+			c.NetherNet.LANAddress = "127.0.0.1:0"
+		}
+	})
+	return srv, nn
 }
 
 // honestJoin joins addr over NetherNet as a player would and spawns,

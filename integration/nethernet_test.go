@@ -36,6 +36,13 @@ import (
 // a client types it, "http://127.0.0.1:port".
 func netherNetServer(t *testing.T, handler string) (*server.Server, string, string) {
 	t.Helper()
+	return netherNetServerWith(t, handler, nil)
+}
+
+// netherNetServerWith is netherNetServer with edit, if not nil, applied
+// to the Config before the server starts.
+func netherNetServerWith(t *testing.T, handler string, edit func(*server.Config)) (*server.Server, string, string) {
+	t.Helper()
 	uc := config.DefaultUserConfig()
 	uc.Network.AddressV4 = bothFree(t)
 	uc.Network.AddressV6 = ""
@@ -50,6 +57,9 @@ func netherNetServer(t *testing.T, handler string) (*server.Server, string, stri
 		t.Fatal("network.nethernet is off by default")
 	}
 	c.AuthenticationDisabled = true // gophertunnel's offline clients
+	if edit != nil {
+		edit(&c)
+	}
 	srv := c.New()
 	if err := srv.Listen(); err != nil {
 		t.Fatalf("Listen: %v", err)
